@@ -1,0 +1,38 @@
+# Two commands set up a fresh machine: `make run` and `make test`.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+
+DEMO_SOURCES := data/benchmarks/grampian/pdf data/benchmarks/natech/guidance.csv
+
+.PHONY: install run index test bench clean-index
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+index: install
+	$(VENV)/bin/ragloupe index --if-empty $(DEMO_SOURCES)
+
+run: index
+	$(VENV)/bin/streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 \
+		--server.headless true --browser.gatherUsageStats false
+
+test: install
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) benchmarks/index_speed.py
+	$(PY) benchmarks/search_latency.py
+
+clean-index:
+	rm -rf data/index

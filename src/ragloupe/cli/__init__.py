@@ -1,0 +1,88 @@
+"""The `ragloupe` command: everything the workbench does, headless.
+
+Each area keeps its subcommands in its own module (index_cmd, search_cmd,
+eval_cmd, answer_cmd); this module wires them up and is the one place that
+turns errors into a one-line message. A RagloupeError is the user's to act
+on; anything else is a bug, logged with its traceback to logs/ragloupe.log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Callable
+
+from ragloupe.config import bootstrap_environment
+
+bootstrap_environment()
+
+from ragloupe.errors import RagloupeError  # noqa: E402
+from ragloupe.logs import log_exception  # noqa: E402
+
+# Modules that add subcommands: each has register(subparsers) and sets
+# `handler` on its parsers: handler(args) -> CommandResult.
+COMMAND_MODULES = ("index_cmd", "search_cmd", "eval_cmd", "answer_cmd")
+
+
+class CommandResult:
+    """What a subcommand returns: data for --json and text for people."""
+
+    def __init__(self, data: Any, text: str, exit_code: int = 0):
+        self.data, self.text, self.exit_code = data, text, exit_code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
+    parser = argparse.ArgumentParser(prog="ragloupe", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"ragloupe.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"ragloupe.cli.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def run(handler: Callable[[argparse.Namespace], CommandResult], args: argparse.Namespace) -> int:
+    try:
+        result = handler(args)
+    except RagloupeError as exc:
+        _fail(args, str(exc))
+        return 2
+    except KeyboardInterrupt:
+        _fail(args, "interrupted")
+        return 130
+    except Exception as exc:  # a bug: keep the traceback off the screen
+        where = log_exception(exc)
+        _fail(args, f"internal error ({type(exc).__name__}: {exc}); details in {where}")
+        return 1
+    if getattr(args, "json", False):
+        print(json.dumps(result.data, indent=2, default=str, ensure_ascii=False))
+    else:
+        print(result.text)
+    return result.exit_code
+
+
+def _fail(args: argparse.Namespace, message: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message}))
+    print(f"ragloupe: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return run(args.handler, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Named errors, each with a message a person can act on.
+
+The CLI and the app catch RagloupeError at the top and show its message; any
+other exception is a bug and is logged with its traceback to logs/, never
+shown on screen.
+"""
+
+from __future__ import annotations
+
+
+class RagloupeError(Exception):
+    """Base class: str(error) is the one-line message for the user."""
+
+
+class EncryptedPdf(RagloupeError):
+    pass
+
+
+class CorruptPdf(RagloupeError):
+    pass
+
+
+class UnsupportedFile(RagloupeError):
+    pass
+
+
+class ExtractionLimit(RagloupeError):
+    """A PDF took too long or too much memory to extract."""
+
+
+class RecordsRefused(RagloupeError):
+    """A records file has blocking findings."""
+
+
+class IndexBusy(RagloupeError):
+    pass
+
+
+class StaleIndex(RagloupeError):
+    """The index was built with other settings than the ones in force."""
+
+
+class StoreUnavailable(RagloupeError):
+    pass
+
+
+class LlmUnavailable(RagloupeError):
+    pass
+
+
+class LlmBadOutput(RagloupeError):
+    pass
+
+
+class GoldSetInvalid(RagloupeError):
+    pass
+
+
+class RunNotFound(RagloupeError):
+    pass

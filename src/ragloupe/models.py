@@ -1,0 +1,159 @@
+"""The records that travel through the flow, defined once and imported everywhere.
+
+Small frozen dataclasses: Page and SourceDoc come out of ingestion, Chunk out of
+chunking and the index, Hit and Ranking out of retrieval. The evaluation and
+answer stages define their own records next to the code that makes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Quality = Literal["clean", "degraded", "empty", "rejected"]
+INDEXABLE: frozenset[str] = frozenset({"clean", "degraded"})
+
+
+@dataclass(frozen=True)
+class Page:
+    """One PDF page, or one record of a CSV/JSONL corpus, after extraction."""
+
+    doc_id: str
+    page: int  # 1-based PDF page number; for records, the record's page field or its 1-based ordinal
+    text: str  # boilerplate already stripped
+    method: str  # e.g. "pypdf-plain", "pypdf-layout", "record"
+    quality: Quality
+    reason: str  # plain words a person can act on; "" only for clean pages
+    record_id: str | None = None  # the record's id (records only)
+    title: str | None = None  # the record's title (records only)
+    section: str | None = None  # the record's section field (records only)
+    stripped: tuple[str, ...] = ()  # boilerplate lines removed from this page
+
+    @property
+    def indexable(self) -> bool:
+        return self.quality in INDEXABLE
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A records-validation finding. Blocking findings refuse the whole file."""
+
+    severity: Literal["blocking", "review"]
+    code: str  # empty_text | duplicate_id | missing_id | short_text | missing_title | welded_footnote | ...
+    message: str
+    row: int | None = None  # 1-based data row (header not counted)
+    record_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceDoc:
+    """Everything ingestion learned about one source file."""
+
+    doc_id: str
+    path: str
+    kind: Literal["pdf", "records"]
+    sha256: str
+    pages: tuple[Page, ...] = ()
+    boilerplate: tuple[str, ...] = ()  # running header/footer lines stripped from this document
+    findings: tuple[Finding, ...] = ()
+    error: str | None = None  # set when the whole file is refused; then nothing of it is indexed
+    title: str | None = None
+
+    @property
+    def blocked(self) -> bool:
+        return self.error is not None or any(f.severity == "blocking" for f in self.findings)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str  # stable: derived from (file sha256, page, position)
+    doc_id: str
+    page: int
+    position: int  # 0-based index of the chunk within its page
+    text: str
+    n_tokens: int
+    quality: Quality
+    section: str = ""  # heading detected above the chunk, or the record title
+    reason: str = ""  # the page's quality reason
+    method: str = ""  # the page's extraction method
+    record_id: str = ""  # records only
+    title: str = ""  # records only
+    source_sha256: str = ""
+
+    @property
+    def unit(self) -> str:
+        """What gold sets judge: a page of a PDF, or a record of a records file."""
+        return unit_id(self.doc_id, self.page, self.record_id)
+
+    def metadata(self) -> dict[str, str | int]:
+        """Flat metadata for Chroma (scalar values only)."""
+        return {
+            "doc_id": self.doc_id, "page": self.page, "position": self.position,
+            "n_tokens": self.n_tokens, "quality": self.quality, "section": self.section,
+            "reason": self.reason, "method": self.method, "record_id": self.record_id,
+            "title": self.title, "source_sha256": self.source_sha256,
+        }
+
+    @classmethod
+    def from_store(cls, chunk_id: str, text: str, meta: dict) -> "Chunk":
+        return cls(
+            chunk_id=chunk_id, doc_id=str(meta["doc_id"]), page=int(meta["page"]),
+            position=int(meta.get("position", 0)), text=text or "",
+            n_tokens=int(meta.get("n_tokens", 0)), quality=meta.get("quality", "clean"),
+            section=str(meta.get("section", "")), reason=str(meta.get("reason", "")),
+            method=str(meta.get("method", "")), record_id=str(meta.get("record_id", "")),
+            title=str(meta.get("title", "")), source_sha256=str(meta.get("source_sha256", "")),
+        )
+
+
+def unit_id(doc_id: str, page: int, record_id: str = "") -> str:
+    """'Grampian-2020-2021#p28' for a page, 'guidance#4.6.1' for a record."""
+    return f"{doc_id}#{record_id}" if record_id else f"{doc_id}#p{page}"
+
+
+@dataclass(frozen=True)
+class EngineScore:
+    """One engine's view of a hit. rank is 1-based; None means the engine did not list it."""
+
+    rank: int | None
+    score: float | None
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    rank: int  # final 1-based rank
+    score: float  # the score the final order is sorted by
+    per_engine: dict[str, EngineScore] = field(default_factory=dict)  # "dense", "bm25"
+    fused_score: float | None = None
+    rerank_score: float | None = None
+    rerank_change: int | None = None  # positive: moved up by that many places
+    margin: float | None = None  # score minus the next hit's score; None for the last
+
+
+@dataclass(frozen=True)
+class PageHit:
+    """A unit (page or record) ranked by aggregating its chunks' hits."""
+
+    unit: str
+    doc_id: str
+    page: int
+    record_id: str
+    rank: int
+    score: float
+    chunk_ids: tuple[str, ...]
+    best_chunk_rank: int
+
+
+@dataclass(frozen=True)
+class Ranking:
+    query: str
+    mode: str
+    hits: tuple[Hit, ...]
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    pages: tuple[PageHit, ...] = ()
+    rewrite: str | None = None  # the LLM rewrite, when one was asked for
+    rewrite_used: bool = False
+    rewrite_note: str = ""  # why the rewrite was not used, when it was not
+    cut_at: int | None = None  # where a dynamic cut stopped the list, if it did
+    filters: dict = field(default_factory=dict)
