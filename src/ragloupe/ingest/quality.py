@@ -1,0 +1,142 @@
+"""Page quality: is this extracted text worth indexing, and if not, why.
+
+One pure function, ``assess_page``, grades a page's text (boilerplate
+already stripped) as
+
+- ``empty``: fewer than ``quality_min_chars`` non-space characters. The
+  reason says "no text layer: needs OCR" when the page carries an image (a
+  scan), otherwise how little text there was.
+- ``rejected``: text is there but unreadable: at least
+  ``quality_reject_garbage`` of its characters are glyphs with no Unicode
+  meaning (private-use code points, U+FFFD, control characters), as when a
+  font has no usable character map.
+- ``degraded``: indexable but damaged; each problem found adds a reason:
+  more than ``quality_max_nonalpha`` non-alphabetic characters (tables,
+  numbers; a page of numbers only is kept, since numbers are searchable),
+  any private-use or replacement glyph, or ligature/hyphenation damage (see
+  ``ligature_hyphenation_damage``).
+- ``clean``: none of the above; the reason is "".
+
+Empty and rejected pages are recorded but not indexed; degraded ones are
+indexed and carry their reason to the chunks, so a weak hit can be explained.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from typing import NamedTuple
+
+from ragloupe.config import Settings
+
+# Words PDF-to-text breaks when a ligature glyph (fi, fl, ff, ffi, ffl) has no
+# Unicode mapping: the ligature vanishes, leaving a gap or nothing
+# ("signi cant", "signicant", "the rst"). Common words of technical and
+# annual reports, chosen so that no damaged form is itself a word ("fire"
+# would leave "re", "profile" would leave "prole", so they are not listed).
+_LIGATURE_WORDS = """
+    affect affected affecting benefit benefits certificate certified classification
+    classified confidential confirm confirmed defined definition difference differences
+    different effect effective effectively effects efficiency efficient field fields final
+    finally financial first flood flooding floor identification identified identify
+    influence justified modification modified office officer official qualified
+    reflect reflected significant significantly specific specifically specified
+    sufficient traffic verification verified workflow
+""".split()
+
+
+def _damaged_forms(word: str) -> set[str]:
+    """'office' -> {'o ce', 'oce'}: the word with its first ligature gone."""
+    for ligature in ("ffi", "ffl", "ff", "fi", "fl"):
+        head, found, tail = word.partition(ligature)
+        if found:
+            forms = {f"{head} {tail}".strip(), head + tail}
+            return forms | {form[0].upper() + form[1:] for form in forms}
+    return set()
+
+
+_DROPPED_LIGATURE = re.compile(r"\b(?:" + "|".join(sorted(
+    {re.escape(form) for word in _LIGATURE_WORDS for form in _damaged_forms(word)},
+    key=len, reverse=True)) + r")\b")
+# A word split at a line end by a hyphen: "manage-\nment". Real compounds
+# ("well-\nknown") look the same, so only the count matters, not each hit.
+_LINE_END_HYPHEN = re.compile(r"[a-z]-\n[a-z]")
+# Ligature code points that survived extraction (ﬁ ﬂ ﬀ ﬃ ﬄ ﬅ ﬆ): tokenizers
+# and BM25 do not match them with "fi", "fl".
+_LIGATURE_GLYPHS = re.compile("[\ufb00-\ufb06]")
+# From this many line-end hyphenations on, lexical matching on the page
+# suffers enough to say so.
+_MIN_HYPHEN_SPLITS = 3
+
+
+class PageQuality(NamedTuple):
+    quality: str  # clean | degraded | empty | rejected
+    reason: str
+
+
+def _is_garbage(char: str) -> bool:
+    """A glyph that carries no text: private use, U+FFFD, or a control character."""
+    if char == "\ufffd":
+        return True
+    category = unicodedata.category(char)
+    return category in ("Co", "Cc") and char not in "\n\r\t"
+
+
+def _glyph_reasons(chars: list[str]) -> list[str]:
+    """'private-use glyphs (U+F0D8) x12', naming the most frequent code point."""
+    reasons = []
+    private = Counter(c for c in chars if unicodedata.category(c) == "Co")
+    if private:
+        top, _ = private.most_common(1)[0]
+        reasons.append(f"private-use glyphs (U+{ord(top):04X}) x{sum(private.values())}")
+    replacement = sum(1 for c in chars if c == "\ufffd")
+    if replacement:
+        reasons.append(f"unreadable glyphs (U+FFFD) x{replacement}")
+    control = sum(1 for c in chars if unicodedata.category(c) == "Cc")
+    if control:
+        reasons.append(f"control characters x{control}")
+    return reasons
+
+
+def ligature_hyphenation_damage(text: str) -> int:
+    """How many signs of ligature or line-end hyphenation damage the text shows.
+
+    Dropped ligatures and surviving ligature glyphs count one each; line-end
+    hyphenations count only from ``_MIN_HYPHEN_SPLITS`` on, since one or two
+    are ordinary typesetting.
+    """
+    ligatures = len(_DROPPED_LIGATURE.findall(text)) + len(_LIGATURE_GLYPHS.findall(text))
+    hyphens = len(_LINE_END_HYPHEN.findall(text))
+    return ligatures + (hyphens if hyphens >= _MIN_HYPHEN_SPLITS else 0)
+
+
+def assess_page(text: str, settings: Settings, has_images: bool = False) -> PageQuality:
+    """Grade one page's text; see the module docstring for the rules."""
+    chars = [c for c in text if not c.isspace()]
+    if len(chars) < settings.quality_min_chars:
+        if has_images:
+            return PageQuality("empty", "no text layer: needs OCR")
+        if not chars:
+            return PageQuality("empty", "no text on the page")
+        return PageQuality("empty", f"only {len(chars)} characters of text")
+
+    letters = sum(1 for c in chars if c.isalpha())
+    nonalpha_share = 1 - letters / len(chars)
+    garbage_share = sum(1 for c in chars if _is_garbage(c)) / len(chars)
+    glyphs = _glyph_reasons(chars)
+
+    if garbage_share >= settings.quality_reject_garbage:
+        return PageQuality("rejected", "; ".join(
+            [f"{garbage_share:.0%} of characters are unreadable glyphs"] + glyphs))
+
+    reasons = []
+    if nonalpha_share > settings.quality_max_nonalpha:
+        reasons.append(f"{nonalpha_share:.0%} non-alphabetic characters")
+    reasons.extend(glyphs)
+    damage = ligature_hyphenation_damage(text)
+    if damage:
+        reasons.append(f"ligature or hyphenation damage x{damage}")
+    if reasons:
+        return PageQuality("degraded", "; ".join(reasons))
+    return PageQuality("clean", "")
