@@ -1,0 +1,110 @@
+"""Answer: an LLM answer from the ranked context, with its citations, a groundedness
+screen and, on request, a per-claim check by the LLM."""
+
+import pandas as pd
+import streamlit as st
+
+from ragloupe.ui.cache import current_settings, get_embedder, get_store
+from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.text import highlight_html, spans_html
+from ragloupe.ui.widgets import chunk_label, chunk_metadata
+
+inside_navigation()
+st.title("Answer")
+st.caption("The model answers only from the retrieved passages and cites them. The screen "
+           "checks every figure, standard and legal act of the answer against the passages; "
+           "NOT_CONTRADICTED means found where cited, not proven.")
+
+with page_errors():
+    from ragloupe.diagnostics.system import llm_status
+    from ragloupe.generate.answer import answer
+    from ragloupe.generate.evidence import citation_evidence
+    from ragloupe.generate.groundedness import screen_answer
+    from ragloupe.retrieve.search import MODES, search
+
+    settings = current_settings()
+    reachable, message = llm_status(settings)
+    (st.caption if reachable else st.warning)(f"LLM: {message}")
+    with st.form("ask"):
+        question = st.text_input("Question", key="question")
+        mode_col, k_col = st.columns(2)
+        mode = mode_col.selectbox("Retrieval mode", MODES, key="mode",
+                                  index=MODES.index(settings.mode) if settings.mode in MODES else 0)
+        k = k_col.number_input("Passages retrieved (k)", min_value=1, max_value=30,
+                               value=settings.top_k, key="k")
+        asked = st.form_submit_button("Answer", type="primary")
+
+    if asked and question.strip():
+        with st.spinner("Retrieving and generating…"):
+            ranking = search(question, mode=mode, k=int(k), settings=settings,
+                             store=get_store(settings), embedder=get_embedder(settings))
+            st.session_state["answer"] = answer(question, ranking, settings)
+            st.session_state.pop("claims", None)
+    result = st.session_state.get("answer")
+    if result is not None:
+        checked = screen_answer(result)
+        st.subheader("Answer")
+        st.html(highlight_html(result.text, [c.raw for c in result.citations]))
+        st.caption(f"{result.model} · {result.context_tokens} of {result.budget_tokens} context "
+                   f"tokens · {sum(result.timings.values()):.1f} s"
+                   + (" · the model says the passages do not hold the answer"
+                      if result.not_in_context else ""))
+        verdict_col, share_col, cited_col = st.columns(3)
+        verdict_col.metric("Screen verdict", checked.verdict)
+        share_col.metric("Checkable sentences", f"{checked.checkable_share:.0%}",
+                         help=f"{checked.n_checkable_sentences} of {checked.n_sentences}")
+        cited_col.metric("Cited units", len(result.cited_units))
+        if checked.tokens:
+            st.dataframe(pd.DataFrame([{
+                "token": t.token, "kind": t.kind, "verdict": t.verdict,
+                "cited passages": ", ".join(map(str, t.cited)) or "—",
+                "found in passages": ", ".join(map(str, t.found_in)) or "—",
+                "evidence": t.evidence} for t in checked.tokens]), hide_index=True, width="stretch")
+        else:
+            st.caption("No figure, standard or legal act to check: the screen has no opinion.")
+
+        st.subheader("Citations")
+        evidence = citation_evidence(result, checked)
+        if evidence:
+            picked = st.segmented_control(
+                "Open a citation", list(range(len(evidence))), key="citation", default=0,
+                format_func=lambda i: result.citations[evidence[i].citation].raw)
+            if picked is not None:
+                item = evidence[picked]
+                passage = result.passages[item.passage - 1]
+                how = (f"evidence located ({item.span.method})" if item.span
+                       else "no matching span found: the passage is shown unmarked")
+                st.text(f"[{passage.number}] {chunk_label(passage.chunk)} · rank {passage.rank} · {how}\n"
+                        f"Sentence: {item.sentence}")
+                st.html(spans_html(passage.chunk.text,
+                                   [(item.span.start, item.span.end)] if item.span else []))
+        else:
+            st.caption("The answer cites no passage it was given.")
+        with st.expander(f"All {len(result.passages)} passages the model saw"):
+            for passage in result.passages:
+                st.text(f"[{passage.number}] {chunk_label(passage.chunk)} · rank {passage.rank}")
+                st.html(highlight_html(passage.chunk.text, []))
+                chunk_metadata(passage.chunk)
+        if result.cut:
+            with st.expander(f"{len(result.cut)} retrieved chunk(s) left out for the token budget"):
+                st.dataframe(pd.DataFrame([{"rank": c.rank, "unit": c.unit, "tokens": c.n_tokens,
+                                            "reason": c.reason} for c in result.cut]),
+                             hide_index=True)
+
+        st.subheader("Claims")
+        if st.button("Check each claim with the LLM", key="check_claims", disabled=not reachable):
+            from ragloupe.generate.claims import check_claims
+            from ragloupe.generate.llm import get_client
+
+            with st.spinner("Extracting and verifying claims…"):
+                st.session_state["claims"] = check_claims(result, get_client(settings))
+        report = st.session_state.get("claims")
+        if report is not None:
+            st.metric("Answer score (0–10)", "—" if report.score is None else f"{report.score:.2f}")
+            st.dataframe(pd.DataFrame([{
+                "claim": c.claim.text, "verdict": c.verdict, "cited": "yes" if c.claim.cited else "no",
+                "source passage": c.source or "—", "evidence quote": c.quote or "—",
+                "note": c.note or ""} for c in report.checks]), hide_index=True, width="stretch")
+        else:
+            st.caption("Claim checking asks the LLM twice per batch of claims; the score formula "
+                       "is in ragloupe.generate.claims.")

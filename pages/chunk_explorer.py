@@ -1,0 +1,83 @@
+"""Chunk Explorer: what the index holds, chunk by chunk, and what ingestion left out."""
+
+import pandas as pd
+import streamlit as st
+
+from ragloupe.ui.cache import current_settings, get_selection, get_store, index_documents, load_manifest
+from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.inputs import ALL_QUALITIES, search_filters
+from ragloupe.ui.text import md_escape
+from ragloupe.ui.widgets import chunk_label, chunk_metadata, chunk_text
+
+inside_navigation()
+st.title("Chunk Explorer")
+st.caption("Every chunk in the index with its metadata and full text; pages that ingestion "
+           "did not index, and the running headers and footers it stripped, are listed below.")
+
+with page_errors():
+    settings = current_settings()
+    documents_col, pages_col, quality_col = st.columns([3, 2, 2])
+    documents = documents_col.multiselect("Documents", index_documents(settings), key="docs")
+    first, last = pages_col.columns(2)
+    page_from = first.number_input("From page", min_value=0, value=0, key="page_from",
+                                   help="0: no lower bound")
+    page_to = last.number_input("To page", min_value=0, value=0, key="page_to",
+                                help="0: no upper bound")
+    qualities = quality_col.multiselect("Quality", ALL_QUALITIES, default=list(ALL_QUALITIES),
+                                        key="quality")
+    text = st.text_input("Text contains (case-sensitive)", key="text")
+
+    filters = search_filters(documents, page_from, page_to, qualities)
+    selection = get_selection(settings, filters, text)
+    matching, clean, degraded = st.columns(3)
+    matching.metric("Matching chunks", f"{selection.matching:,}")
+    clean.metric("Clean", f"{selection.quality_counts.get('clean', 0):,}")
+    degraded.metric("Degraded", f"{selection.quality_counts.get('degraded', 0):,}")
+
+    page_size = settings.explorer_page_size
+    if selection.matching:
+        result_page = st.pagination(selection.n_pages(page_size), key="result_page")
+        start = (result_page - 1) * page_size
+        st.caption(f"Chunks {start + 1:,}–{min(start + page_size, selection.matching):,} "
+                   f"of {selection.matching:,}")
+        from ragloupe.diagnostics.explorer import chunks_on_page
+
+        manifest = load_manifest(settings)
+        for chunk in chunks_on_page(get_store(settings), selection, result_page, page_size):
+            label = (f"{chunk_label(chunk)} · chunk {chunk.position} · {chunk.quality} · "
+                     f"{chunk.n_tokens} tokens")
+            with st.expander(md_escape(label)):
+                chunk_metadata(chunk)
+                stripped = next((p.stripped for p in manifest.pages(chunk.doc_id)
+                                 if p.page == chunk.page and p.record_id == chunk.record_id), ())
+                if stripped:
+                    st.text("Stripped from this page as running header/footer: "
+                            + " | ".join(stripped))
+                chunk_text(chunk.text, [text] if text.strip() else [])
+    else:
+        st.info("No chunk matches these filters.")
+
+    st.header("What ingestion left out")
+    manifest = load_manifest(settings)
+    shown = set(documents) or set(manifest.documents)
+    excluded = [{"document": doc_id, "page": page.record_id or page.page, "quality": page.quality,
+                 "reason": page.reason, "method": page.method}
+                for doc_id, page in manifest.excluded_pages() if doc_id in shown]
+    st.subheader(f"Pages not indexed ({len(excluded)})")
+    if excluded:
+        st.dataframe(pd.DataFrame(excluded), hide_index=True, width="stretch")
+    else:
+        st.caption("Every page of the selected documents is indexed.")
+    st.subheader("Stripped running headers and footers")
+    stripped = [{"document": entry.doc_id, "line": line}
+                for entry in manifest.complete() if entry.doc_id in shown
+                for line in entry.boilerplate]
+    if stripped:
+        st.dataframe(pd.DataFrame(stripped), hide_index=True, width="stretch")
+    else:
+        st.caption("Nothing was stripped from the selected documents.")
+    refused = [entry for entry in manifest.refused() if entry.doc_id in shown]
+    if refused:
+        st.subheader("Files refused")
+        st.dataframe(pd.DataFrame([{"document": e.doc_id, "reason": e.error or "blocking findings"}
+                                   for e in refused]), hide_index=True, width="stretch")

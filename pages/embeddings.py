@@ -1,0 +1,61 @@
+"""Embeddings: the index as a 2-D map, with a query and its hits placed on it."""
+
+import streamlit as st
+
+from ragloupe.diagnostics.gold import gold_chunk_ids, match_question
+from ragloupe.diagnostics.projections import METHODS, map_points
+from ragloupe.ui.cache import cached_goldsets, current_settings, get_embedder, get_projection, get_store
+from ragloupe.ui.charts import embedding_map
+from ragloupe.ui.guard import inside_navigation, page_errors
+
+COLOUR_BY = {"document": "doc_id", "section": "section", "quality": "quality"}
+
+inside_navigation()
+st.title("Embeddings")
+st.caption("Each point is a chunk. A query and its hits are placed with the same fitted "
+           "reducer, so they land among the chunks they resemble.")
+
+with page_errors():
+    settings = current_settings()
+    left, middle = st.columns(2)
+    method = left.radio("Projection", METHODS, index=METHODS.index(settings.projection_method),
+                        horizontal=True, key="method",
+                        format_func=lambda m: {"umap": "UMAP", "pca": "PCA (fast)"}[m])
+    colour = middle.radio("Colour by", list(COLOUR_BY), horizontal=True, key="colour")
+    with st.form("place_query"):
+        question = st.text_input("Place a query on the map (optional)", key="question")
+        mode_col, k_col = st.columns(2)
+        mode = mode_col.selectbox("Mode", ("hybrid", "dense", "bm25", "hybrid+rerank"), key="mode")
+        k = k_col.number_input("k", min_value=1, max_value=50, value=settings.top_k, key="k")
+        st.form_submit_button("Place")
+
+    projection = get_projection(settings, method)
+    caption = (f"{projection.method.upper()} of {projection.sample_size:,} chunks"
+               + (f" (sample of {projection.total:,})" if projection.sampled else " (all)"))
+    if projection.note:
+        caption += f" — {projection.note}"
+    st.caption(caption)
+
+    marks: dict[str, list[dict]] = {}
+    if question.strip():
+        from ragloupe.retrieve.search import search
+
+        store = get_store(settings)
+        ranking = search(question, mode=mode, k=int(k), settings=settings)
+        hit_ids = [hit.chunk.chunk_id for hit in ranking.hits]
+        query_xy = projection.place(get_embedder(settings).encode([question]))
+        hits_xy = projection.place(store.get_embeddings(hit_ids)) if hit_ids else []
+        marks["query"] = [{"x": float(query_xy[0][0]), "y": float(query_xy[0][1]),
+                           "label": "query"}]
+        marks["hits"] = [{"x": float(x), "y": float(y), "label": f"#{hit.rank}"}
+                         for hit, (x, y) in zip(ranking.hits, hits_xy)]
+        matched = match_question(question, cached_goldsets(settings))
+        gold_ids = gold_chunk_ids(store, matched)
+        if gold_ids:
+            gold_xy = projection.place(store.get_embeddings(gold_ids))
+            marks["gold"] = [{"x": float(x), "y": float(y), "label": "gold"} for x, y in gold_xy]
+        st.caption(f"{len(hit_ids)} hits ({mode}) ringed"
+                   + (f"; {len(gold_ids)} gold chunks marked ◆ "
+                      f"({', '.join(q.query_id for q in matched)})" if gold_ids else ""))
+    st.plotly_chart(embedding_map(map_points(projection), COLOUR_BY[colour], marks),
+                    key="embedding_map")

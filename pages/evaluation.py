@@ -1,0 +1,98 @@
+"""Evaluation: gold sets in, Hit@k / Recall@k / MRR / nDCG with confidence intervals out."""
+
+import pandas as pd
+import streamlit as st
+
+from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
+from ragloupe.ui.cache import current_settings, get_embedder, get_store
+from ragloupe.ui.charts import k_sweep_chart, survival_chart
+from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.tables import comparison_rows, metrics_rows
+from ragloupe.ui.widgets import evaluate_with_progress
+
+inside_navigation()
+st.title("Evaluation")
+st.caption("Each run asks every gold question, scores the page view of the ranking and writes "
+           "a report under the runs folder. Brackets are 95% bootstrap confidence intervals.")
+
+with page_errors():
+    from ragloupe.evaluate.compare import compare
+    from ragloupe.evaluate.runs import list_runs, load_run, normalise_ks
+    from ragloupe.retrieve.search import MODES
+
+    settings = current_settings()
+    paths = {path.name: path for path in find_goldsets(settings)}
+    with st.form("evaluate"):
+        chosen = st.multiselect("Gold sets", list(paths), default=list(paths)[:1], key="goldsets")
+        left, middle, right = st.columns([3, 2, 1])
+        modes = left.multiselect("Modes", MODES, default=["dense", "hybrid"], key="modes")
+        ks_text = middle.text_input("k sweep", value="1,3,5,10", key="ks")
+        scope = right.radio("Scope", ("doc", "all"), key="scope",
+                            help="doc: each question searches its own document; all: the whole index")
+        run_clicked = st.form_submit_button("Run evaluation", type="primary")
+
+    if run_clicked:
+        if not chosen or not modes:
+            st.warning("Pick at least one gold set and one mode.")
+        else:
+            goldsets, problems = load_goldsets(paths[name] for name in chosen)
+            for problem in problems:
+                st.error(problem)
+            if goldsets:
+                reports = evaluate_with_progress(
+                    goldsets, modes, list(normalise_ks(ks_text)), scope, settings,
+                    store=get_store(settings), embedder=get_embedder(settings))
+                st.session_state["eval_runs"] = [r.run_id for r in reports]
+
+    run_ids = st.session_state.get("eval_runs", [])
+    if run_ids:
+        runs = [load_run(run_id, settings) for run_id in run_ids]
+        st.header("Results")
+        st.dataframe(pd.DataFrame(metrics_rows(runs)), hide_index=True, width="stretch")
+        for run in runs:
+            st.caption(f"{run.data['mode']}: {run.data['recall_sweep']['text']} · "
+                       f"report {run.path.name if run.path else run.run_id}")
+        st.subheader("By difficulty")
+        st.dataframe(pd.DataFrame(metrics_rows(runs, "by_difficulty")), hide_index=True,
+                     width="stretch")
+        sweep, survival = st.columns(2)
+        with sweep:
+            st.subheader("k sweep")
+            st.plotly_chart(k_sweep_chart(runs), key="k_sweep")
+        with survival:
+            st.subheader("Rank survival")
+            st.plotly_chart(survival_chart(runs), key="survival")
+        flagged = runs[0].data["label_audit"]["n_flagged"]
+        if flagged:
+            st.info(f"{flagged} question(s) look like gold-label errors (the answer is on another "
+                    "page); the report gives figures with and without them.")
+
+    st.header("Past runs")
+    past = list_runs(settings)
+    if not past:
+        st.caption("No run yet in " + str(settings.path("runs_dir")))
+    else:
+        st.dataframe(pd.DataFrame([{k: v for k, v in row.items() if k != "path"} for row in past]),
+                     hide_index=True, width="stretch")
+        ids = [row["run_id"] for row in past]
+        if len(ids) >= 2:
+            first, second = st.columns(2)
+            run_a = first.selectbox("Run A (baseline)", ids, index=1, key="run_a")
+            run_b = second.selectbox("Run B", ids, index=0, key="run_b")
+            if st.button("Compare", key="compare"):
+                comparison = compare(load_run(run_a, settings), load_run(run_b, settings))
+                for line in comparison.verdicts:
+                    st.text(line)
+                for note in comparison.notes:
+                    st.caption(note)
+                st.dataframe(pd.DataFrame(comparison_rows(comparison)), hide_index=True,
+                             width="stretch")
+                counts = st.columns(3)
+                counts[0].metric("Improved", len(comparison.improved))
+                counts[1].metric("Regressed", len(comparison.regressed))
+                counts[2].metric("Unchanged", len(comparison.unchanged))
+                with st.expander("Per-question changes"):
+                    st.dataframe(pd.DataFrame(
+                        [{"change": "improved", **row} for row in comparison.improved]
+                        + [{"change": "regressed", **row} for row in comparison.regressed]),
+                        hide_index=True, width="stretch")

@@ -1,0 +1,69 @@
+"""Which gold question a typed question is, so the app can mark its gold pages.
+
+A person pasting a question from a gold set into the search box should see
+the expected pages marked in every column. Matching is exact after light
+normalisation (case, whitespace, trailing punctuation): a near miss is a
+different question and is not marked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from ragloupe.config import Settings
+from ragloupe.errors import RagloupeError
+
+GOLD_PATTERNS = ("*.eval.json", "*.gold.json")
+
+
+def find_goldsets(settings: Settings) -> list[Path]:
+    """Gold set files under the benchmarks directory, sorted."""
+    root = settings.path("benchmarks_dir")
+    found = {path for pattern in GOLD_PATTERNS for path in root.rglob(pattern)}
+    return sorted(found)
+
+
+def load_goldsets(paths: Iterable[Path]) -> tuple[list, list[str]]:
+    """Load each gold set; a file that cannot be read is a one-line problem, not a stop."""
+    from ragloupe.evaluate.goldset import load_goldset
+
+    goldsets, problems = [], []
+    for path in paths:
+        try:
+            goldsets.append(load_goldset(path))
+        except RagloupeError as exc:
+            problems.append(str(exc))
+    return goldsets, problems
+
+
+def normalise_question(text: str) -> str:
+    text = re.sub(r"\s+", " ", text.casefold()).strip()
+    return text.rstrip(" ?.!").strip()
+
+
+def match_question(question: str, goldsets: Iterable) -> list:
+    """The gold queries whose question is this one (several sets may share a wording)."""
+    wanted = normalise_question(question)
+    if not wanted:
+        return []
+    return [query for goldset in goldsets for query in goldset.queries
+            if normalise_question(query.question) == wanted]
+
+
+def gold_units(queries: Iterable) -> set[str]:
+    """The unit ids ('doc#p28', 'guidance#4.6.1') the matched gold queries expect."""
+    return {unit for query in queries for unit in query.expected_units}
+
+
+def gold_chunk_ids(store, queries: Iterable) -> list[str]:
+    """Ids of the indexed chunks that belong to the matched queries' expected units."""
+    ids: set[str] = set()
+    for query in queries:
+        if query.expected_records:
+            unit = {"record_id": {"$in": list(query.expected_records)}}
+        else:
+            unit = {"page": {"$in": [int(p) for p in query.expected_pages]}}
+        ids.update(store.ids({"$and": [{"doc_id": query.doc_id}, unit]}))
+    return sorted(ids)

@@ -1,0 +1,51 @@
+"""Turn anything a page raises into a readable message, never a traceback.
+
+A RagloupeError carries a message a person can act on, so it is shown as is.
+Anything else is a bug: its traceback goes to the log file and the page says
+where to find it. Streamlit's own control flow (st.stop, st.rerun) derives
+from BaseException and passes through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from ragloupe.errors import RagloupeError
+from ragloupe.logs import log_exception
+
+
+def bug_message(exc: BaseException, where: object) -> str:
+    """The short line shown for an unexpected error."""
+    return (f"Something went wrong ({type(exc).__name__}). This is a bug, not your input: "
+            f"the details are in {where}. Reload the page to try again.")
+
+
+@contextmanager
+def page_errors() -> Iterator[None]:
+    """Wrap a page body (or one action in it) so errors become st.error messages."""
+    try:
+        yield
+    except RagloupeError as exc:
+        st.error(str(exc))
+    except Exception as exc:  # a bug: keep the traceback off the screen
+        st.error(bug_message(exc, log_exception(exc)))
+
+
+def inside_navigation() -> None:
+    """Make sure the page runs inside the app's st.navigation, not on its own.
+
+    A Streamlit quirk: until streamlit_app.py has called st.navigation once in
+    the server process, a pages/ directory next to it means the old
+    "multipage v1" mode, so a fresh server whose first request is a page URL
+    (a bookmark, a reload) runs that pages/ file alone with an auto-made
+    sidebar. The page then switches the process to st.navigation and reruns;
+    page URLs equal the file names, so the rerun lands on the same page.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()

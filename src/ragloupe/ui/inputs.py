@@ -1,0 +1,26 @@
+"""Widget values turned into the arguments the pipeline takes. Pure, no Streamlit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+ALL_QUALITIES = ("clean", "degraded")
+
+
+def search_filters(documents: Sequence[str], page_from: int, page_to: int,
+                   qualities: Sequence[str]) -> dict:
+    """The search() filters dict; a widget left at "everything" adds no filter.
+
+    Page bounds of 0 mean "no bound"; a lone bound is completed with the other
+    end of the range so the filter is always (lo, hi).
+    """
+    filters: dict = {}
+    if documents:
+        filters["doc_ids"] = list(documents)
+    if page_from or page_to:
+        lo = int(page_from) if page_from else 1
+        hi = int(page_to) if page_to else 10**9
+        filters["pages"] = (min(lo, hi), max(lo, hi))
+    if qualities and set(qualities) != set(ALL_QUALITIES):
+        filters["quality"] = list(qualities)
+    return filters

@@ -1,0 +1,142 @@
+"""Small Streamlit widgets the pages share. Document text always goes through
+ragloupe.ui.text (escaped, then st.html), never into markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+import streamlit as st
+
+from ragloupe.models import Chunk, Hit
+from ragloupe.ui.text import fmt_change, fmt_engine, fmt_score, highlight_html, md_escape
+
+
+def chunk_label(chunk: Chunk) -> str:
+    where = f"record {chunk.record_id}" if chunk.record_id else f"p.{chunk.page}"
+    return f"{chunk.doc_id} · {where}"
+
+
+def chunk_text(text: str, terms: Iterable[str] = ()) -> None:
+    """The full chunk text, inert, with the query's terms marked."""
+    st.html(highlight_html(text, list(terms)))
+
+
+def chunk_metadata(chunk: Chunk) -> None:
+    """Where the chunk came from and how it was extracted, as a table (inert text)."""
+    st.dataframe(
+        [{"field": name, "value": str(value)} for name, value in (
+            ("chroma id", chunk.chunk_id), ("document", chunk.doc_id), ("page", chunk.page),
+            ("record id", chunk.record_id or "—"), ("title", chunk.title or "—"),
+            ("section", chunk.section or "—"), ("quality", chunk.quality),
+            ("quality reason", chunk.reason or "—"), ("extraction method", chunk.method or "—"),
+            ("tokens", chunk.n_tokens), ("position on page", chunk.position))],
+        hide_index=True, width="stretch")
+
+
+def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ()) -> None:
+    """An expander per hit: its numbers on one line, then the full chunk."""
+    gold = " ★ gold" if hit.chunk.unit in gold_units else ""
+    with st.expander(md_escape(f"#{hit.rank} {chunk_label(hit.chunk)}{gold}")):
+        dense, bm25 = hit.per_engine.get("dense"), hit.per_engine.get("bm25")
+        st.text(
+            f"score {fmt_score(hit.score, 4)} | dense {fmt_engine(*_view(dense))} | "
+            f"bm25 {fmt_engine(*_view(bm25))} | fused {fmt_score(hit.fused_score, 4)} | "
+            f"rerank {fmt_change(hit.rerank_change)} | margin {fmt_score(hit.margin, 4)}\n"
+            f"section: {hit.chunk.section or '—'} | quality: {hit.chunk.quality}"
+            + (f" ({hit.chunk.reason})" if hit.chunk.reason else ""))
+        chunk_text(hit.chunk.text, terms)
+
+
+def _view(view) -> tuple[int | None, float | None]:
+    return (None, None) if view is None else (view.rank, view.score)
+
+
+def run_with_progress(work, label: str = "Indexing…"):
+    """Run ``work(progress_callback)`` with a live progress bar; return what it returns.
+
+    The callback takes anything with ``done``, ``total`` and optionally
+    ``stage`` and ``path`` (the indexer's Progress, the evaluator's).
+    """
+    bar = st.progress(0.0, text=label)
+
+    def progress(step) -> None:
+        total = max(int(getattr(step, "total", 0) or 0), 1)
+        done = min(int(getattr(step, "done", 0) or 0), total)
+        stage = getattr(step, "stage", "")
+        path = str(getattr(step, "path", "") or "")
+        name = path.rsplit("/", 1)[-1]
+        bar.progress(done / total, text=f"{stage} {done}/{total} {name}".strip())
+
+    result = work(progress)
+    bar.progress(1.0, text="Done")
+    return result
+
+
+def index_summary(summary) -> None:
+    """An IndexSummary: what changed, what was left out and why, what failed."""
+    cols = st.columns(4)
+    cols[0].metric("New", len(summary.new))
+    cols[1].metric("Modified", len(summary.modified))
+    cols[2].metric("Unchanged", len(summary.unchanged))
+    cols[3].metric("Deleted", len(summary.deleted))
+    cols = st.columns(4)
+    cols[0].metric("Pages indexed", f"{summary.pages_indexed:,}")
+    cols[1].metric("Pages excluded", f"{summary.pages_excluded:,}")
+    cols[2].metric("Chunks added", f"{summary.chunks_added:,}")
+    cols[3].metric("Chunks removed", f"{summary.chunks_removed:,}")
+    st.caption(f"{summary.documents} documents, {summary.chunks:,} chunks in the index after the "
+               f"run; {summary.timings.get('total', 0):.1f} s"
+               + (" (rebuilt from scratch)" if summary.rebuilt else "")
+               + (f"; repaired: {', '.join(summary.repaired)}" if summary.repaired else ""))
+    if summary.errors:
+        st.error(f"{len(summary.errors)} file(s) not indexed")
+        st.dataframe([{"file": e.path, "document": e.doc_id, "reason": e.error}
+                      for e in summary.errors], hide_index=True, width="stretch")
+    if summary.excluded_reasons:
+        st.subheader("Pages excluded, by reason")
+        st.dataframe([{"reason": reason, "pages": n}
+                      for reason, n in sorted(summary.excluded_reasons.items())],
+                     hide_index=True, width="stretch")
+    if summary.review_findings:
+        st.subheader("Records findings to review (not blocking)")
+        st.dataframe([{k: str(v) for k, v in finding.items()} for finding in summary.review_findings],
+                     hide_index=True, width="stretch")
+
+
+def flash(message: str, kind: str = "success") -> None:
+    """Keep a message for the next run, so it survives st.rerun()."""
+    st.session_state.setdefault("_flash", []).append((kind, message))
+
+
+def show_flash() -> None:
+    """Show (once) the messages kept by flash()."""
+    for kind, message in st.session_state.pop("_flash", []):
+        {"success": st.success, "error": st.error, "warning": st.warning}.get(kind, st.info)(message)
+
+
+def evaluate_with_progress(goldsets: list, modes: list[str], ks: list[int], scope: str, settings,
+                           store=None, embedder=None) -> list:
+    """One evaluation run per mode, with a progress bar that moves per question.
+
+    runs.evaluate() has no progress hook, but it asks its ``search_fn`` once
+    per question, so a counting wrapper around search() drives the bar.
+    """
+    from ragloupe.evaluate.runs import evaluate
+    from ragloupe.retrieve.search import search
+
+    total = max(1, len(modes) * sum(len(g.queries) for g in goldsets))
+    bar = st.progress(0.0, text="Evaluating…")
+    asked = [0]
+
+    def counting_search(*args, **kwargs):
+        ranking = search(*args, **kwargs)
+        asked[0] += 1
+        bar.progress(min(asked[0] / total, 1.0),
+                     text=f"{kwargs.get('mode', '')}: question {asked[0]} of {total}")
+        return ranking
+
+    reports = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, settings=settings,
+                        search_fn=counting_search, store=store, embedder=embedder)
+               for mode in modes]
+    bar.progress(1.0, text=f"Done: {len(reports)} run(s) written to {settings.path('runs_dir')}")
+    return reports

@@ -1,0 +1,40 @@
+"""ragloupe workbench: the entry point. `make run` starts it on 127.0.0.1:8501.
+
+It only sets up the page and the navigation; each page is a file under
+pages/ that reads widgets, calls into ragloupe and lays out the result.
+"""
+
+from pathlib import Path
+
+from ragloupe.config import bootstrap_environment
+
+bootstrap_environment()
+
+import streamlit as st  # noqa: E402
+
+PAGES_DIR = Path(__file__).parent / "pages"
+
+# (section, file, title, material icon). The first page is the default, served at /;
+# the others at /<file> (the URL Streamlit's pages/ convention gives them too, see
+# ragloupe.ui.guard.inside_navigation).
+PAGES = (
+    ("Retrieval", "search_compare", "Search & compare", "compare_arrows"),
+    ("Retrieval", "answer", "Answer", "chat"),
+    ("Retrieval", "chunk_explorer", "Chunk Explorer", "view_list"),
+    ("Retrieval", "embeddings", "Embeddings", "scatter_plot"),
+    ("Measure", "evaluation", "Evaluation", "straighten"),
+    ("Measure", "failure_audit", "Failure audit", "troubleshoot"),
+    ("Index", "index_manage", "Index", "database"),
+    ("Index", "run_info", "Run info", "info"),
+)
+
+st.set_page_config(page_title="ragloupe", page_icon=":material/search:", layout="wide")
+
+sections: dict[str, list] = {}
+for position, (section, file, title, icon) in enumerate(PAGES):
+    sections.setdefault(section, []).append(st.Page(
+        PAGES_DIR / f"{file}.py", title=title, icon=f":material/{icon}:", url_path=file,
+        default=position == 0))
+navigation = st.navigation(sections)
+st.sidebar.caption("ragloupe · a loupe on retrieval-augmented generation")
+navigation.run()

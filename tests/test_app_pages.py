@@ -1,0 +1,453 @@
+"""Every workbench page, run in-process with Streamlit's AppTest on real indexes.
+
+Each page test loads the page, drives its main interaction and checks that
+the numbers it shows are the ones the pipeline returns for the same inputs.
+The demo index (tests/conftest.py) is shared and read-only; tests that change
+an index build a tiny one of their own.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ragloupe.config import PROJECT_ROOT, Settings
+from ragloupe.ui.sources import sanitise_filename, save_upload
+from ragloupe.ui.text import highlight_html, query_terms
+
+PAGES = PROJECT_ROOT / "pages"
+GRAMPIAN_GOLD = PROJECT_ROOT / "data/benchmarks/grampian/eval/Grampian-2021-2022.eval.json"
+TIMEOUT = 300
+
+# A record whose text is markup of every kind a PDF or CSV could smuggle in.
+HOSTILE_TEXT = ("Valve inspection notes <script>alert('owned')</script> "
+                "<img src=x onerror=alert(1)> **bold claim** [click me](http://evil.example) "
+                "and the relief valve spindle was replaced after the quarterly inspection round.")
+RECORDS_CSV = (
+    "id,title,text\n"
+    f"R-1,Valve log,\"{HOSTILE_TEXT}\"\n"
+    "R-2,Pump log,\"The transfer pump seals were inspected after 500 running hours and replaced "
+    "because leakage exceeded 10 ml per hour during the monthly maintenance inspection.\"\n"
+    "R-3,Tank log,\"The storage tank bund was cleaned and its drain was found closed and locked, "
+    "as the site procedure for rainwater removal from secondary containment requires.\"\n"
+    "R-4,Alarm log,\"The high level alarm on the day tank was proof tested with a calibrated "
+    "level source and tripped at the documented set point within the allowed tolerance.\"\n"
+    "R-5,Hose log,\"Loading hoses were pressure tested and three were withdrawn from service "
+    "because their test certificates had expired before the delivery season started.\"\n")
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def run_page(name: str) -> AppTest:
+    app = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=TIMEOUT)
+    app.run()
+    assert_clean(app)
+    return app
+
+
+def assert_clean(app: AppTest) -> None:
+    """No exception escaped to the page (a traceback would be shown to the user)."""
+    assert not app.exception, [e.value for e in app.exception]
+
+
+def button(app: AppTest, label: str):
+    return next(b for b in app.button if b.label == label)
+
+
+def metric(app: AppTest, label: str) -> str:
+    return next(m.value for m in app.metric if m.label == label)
+
+
+def html_bodies(app: AppTest) -> list[str]:
+    return [element.proto.body for element in app.get("html")]
+
+
+@pytest.fixture
+def app_env(demo_env, monkeypatch) -> Settings:
+    """The demo index for code that reads settings itself; no LLM, the fast projection."""
+    monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "none")
+    monkeypatch.setenv("RAGLOUPE_PROJECTION_METHOD", "pca")
+    return Settings.from_env()
+
+
+@pytest.fixture
+def records_index(settings) -> Settings:
+    """A tiny index of RECORDS_CSV (hostile markup included), in this test's own dirs."""
+    from ragloupe.index.pipeline import run_index
+
+    raw = settings.path("raw_dir") / "valve_logs.csv"
+    raw.write_text(RECORDS_CSV, encoding="utf-8")
+    summary = run_index([raw], settings)
+    assert not summary.errors, summary.errors
+    return settings
+
+
+# ---------------------------------------------------------------------------- boundaries
+
+def test_pipeline_never_imports_streamlit():
+    package = PROJECT_ROOT / "src" / "ragloupe"
+    offenders = []
+    for path in package.rglob("*.py"):
+        if "ui" in path.relative_to(package).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.name}: {n}" for n in names
+                          if n.split(".")[0] == "streamlit" or n.startswith("ragloupe.ui")]
+    assert offenders == []
+
+
+def test_highlighting_escapes_markup_and_marks_terms():
+    rendered = highlight_html(HOSTILE_TEXT, query_terms("relief valve script"))
+    assert "<script" not in rendered and "<img" not in rendered
+    # A term inside markup is marked inside the escaped text, never turned back into a tag.
+    assert "&lt;<mark>script</mark>&gt;alert(&#x27;owned&#x27;)&lt;/<mark>script</mark>&gt;" in rendered
+    assert "&lt;img src=x onerror=alert(1)&gt;" in rendered
+    assert "<mark>valve</mark>" in rendered and "<mark>relief</mark>" in rendered
+    # Markdown stays literal: st.html does no markdown, and nothing turned it into tags.
+    assert "**bold claim** [click me](http://evil.example)" in rendered
+    assert "<a " not in rendered and "<strong>" not in rendered
+
+
+def test_filters_from_widgets_leave_untouched_widgets_out():
+    from ragloupe.ui.inputs import search_filters
+
+    assert search_filters([], 0, 0, ["clean", "degraded"]) == {}
+    assert search_filters(["a"], 0, 12, ["degraded"]) == {
+        "doc_ids": ["a"], "pages": (1, 12), "quality": ["degraded"]}
+    assert search_filters([], 30, 10, ["clean", "degraded"]) == {"pages": (10, 30)}
+
+
+def test_absent_engine_rank_reads_as_a_dash_never_zero():
+    from ragloupe.models import Chunk, EngineScore, Hit, Ranking
+    from ragloupe.ui.tables import hit_rows
+
+    chunk = Chunk("c1", "doc", 3, 0, "text", 5, "clean")
+    hit = Hit(chunk, rank=1, score=0.5, per_engine={"dense": EngineScore(2, 0.81),
+                                                   "bm25": EngineScore(None, None)})
+    row = hit_rows(Ranking("q", "hybrid", (hit,)), gold_units={"doc#p3"})[0]
+    assert (row["dense rank"], row["dense score"]) == ("#2", "0.810")
+    assert (row["bm25 rank"], row["bm25 score"]) == ("—", "—")
+    assert (row["fused"], row["rerank"], row["margin"], row["gold"]) == ("—", "—", "—", "★")
+
+
+@pytest.mark.parametrize("name", ["../../outside.csv", "..\\..\\outside.csv", "/etc/outside.csv",
+                                  "sub/dir/outside.csv", ".outside.csv", "-outside.csv"])
+def test_upload_names_cannot_escape_the_raw_folder(settings, tmp_path, name):
+    before = {p for p in tmp_path.rglob("*")}
+    saved = save_upload(name, b"id,text\n1,hello\n", settings)
+    raw_dir = settings.path("raw_dir").resolve()
+    assert saved.parent.resolve() == raw_dir and saved.name == "outside.csv"
+    assert {p for p in tmp_path.rglob("*")} - before == {saved}
+
+
+def test_upload_refuses_other_types_and_oversized_files(settings):
+    from ragloupe.errors import RagloupeError
+
+    with pytest.raises(RagloupeError, match="only .pdf, .csv, .jsonl"):
+        sanitise_filename("report.exe")
+    with pytest.raises(RagloupeError, match="over the 1 MB limit"):
+        save_upload("big.csv", b"x" * (1024 * 1024 + 1), settings.replace(max_upload_mb=1))
+    assert list(settings.path("raw_dir").iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- pages
+
+def test_search_page_columns_match_the_pipeline(app_env):
+    from ragloupe.evaluate.goldset import load_goldset
+    from ragloupe.retrieve.search import search
+
+    gold_query = load_goldset(GRAMPIAN_GOLD).queries[0]
+    modes = ["dense", "bm25", "hybrid+rerank"]
+    app = run_page("search_compare")
+    app.text_input(key="question").input(gold_query.question)
+    app.multiselect(key="modes").set_value(modes)
+    app.number_input(key="k").set_value(5)
+    button(app, "Search").click()
+    app.run()
+    assert_clean(app)
+
+    assert [h.value for h in app.subheader] == modes
+    tables = [d.value for d in app.dataframe]
+    assert len(tables) == len(modes)
+    for mode, table in zip(modes, tables):
+        ranking = search(gold_query.question, mode=mode, k=5, settings=app_env, explain=True)
+        assert list(table["rank"]) == [h.rank for h in ranking.hits]
+        assert list(table["doc"]) == [h.chunk.doc_id for h in ranking.hits]
+        assert list(table["page"]) == [str(h.chunk.page) for h in ranking.hits]
+        for engine in ("dense", "bm25"):
+            expected = [f"#{h.per_engine[engine].rank}" if h.per_engine.get(engine)
+                        and h.per_engine[engine].rank is not None else "—" for h in ranking.hits]
+            assert list(table[f"{engine} rank"]) == expected
+        gold = set(gold_query.expected_units)
+        assert list(table["gold"]) == ["★" if h.chunk.unit in gold else "" for h in ranking.hits]
+        ranks_shown = set(table["dense rank"]) | set(table["bm25 rank"])
+        assert "#0" not in ranks_shown and "0" not in ranks_shown
+    assert any("Gold set question" in info.value for info in app.info)
+
+
+def test_search_page_renders_document_markup_inert(records_index):
+    app = run_page("search_compare")
+    app.text_input(key="question").input("relief valve spindle")
+    app.multiselect(key="modes").set_value(["bm25"])
+    button(app, "Search").click()
+    app.run()
+    assert_clean(app)
+    bodies = [b for b in html_bodies(app) if "spindle" in b]
+    assert bodies, "the hostile chunk was not shown"
+    for body in bodies:
+        assert "<script" not in body and "<img" not in body
+        assert "&lt;script&gt;" in body
+    assert not any("click me" in m.value for m in app.markdown)
+
+
+def test_chunk_explorer_counts_match_the_store(app_env):
+    from ragloupe.index.store import open_store
+
+    store = open_store(app_env)
+    app = run_page("chunk_explorer")
+    assert metric(app, "Matching chunks") == f"{store.count():,}"
+    app.multiselect(key="docs").set_value(["guidance"])
+    app.run()
+    assert_clean(app)
+    in_doc = store.all_chunks({"doc_id": "guidance"})
+    assert metric(app, "Matching chunks") == f"{len(in_doc):,}"
+    assert metric(app, "Clean") == f"{sum(c.quality == 'clean' for c in in_doc):,}"
+    assert metric(app, "Degraded") == f"{sum(c.quality == 'degraded' for c in in_doc):,}"
+    shown = [e.label for e in app.expander]
+    assert len(shown) == min(len(in_doc), app_env.explorer_page_size)
+    assert all(label.startswith("guidance") for label in shown)
+
+
+def test_chunk_explorer_lists_pages_left_out(app_env):
+    from ragloupe.index.manifest import Manifest
+
+    excluded = Manifest.load(app_env).excluded_pages()
+    app = run_page("chunk_explorer")
+    table = next(d.value for d in app.dataframe if "reason" in d.value.columns
+                 and "page" in d.value.columns)
+    assert len(table) == len(excluded)
+    assert {(r.document, str(r.page)) for r in table.itertuples()} == {
+        (doc_id, str(page.record_id or page.page)) for doc_id, page in excluded}
+
+
+def test_chunk_explorer_shows_what_was_stripped_from_each_page(app_env):
+    from ragloupe.index.manifest import Manifest
+
+    doc_id = "Grampian-2021-2022"
+    manifest = Manifest.load(app_env)
+    app = run_page("chunk_explorer")
+    app.multiselect(key="docs").set_value([doc_id])
+    app.run()
+    assert_clean(app)
+    first_page = int(app.expander[0].label.split("p\\.")[1].split(" ")[0])
+    stripped = next(p.stripped for p in manifest.pages(doc_id) if p.page == first_page)
+    assert stripped, "the demo PDFs carry running headers on every page"
+    shown = [t.value for t in app.expander[0].text if t.value.startswith("Stripped")]
+    assert shown == ["Stripped from this page as running header/footer: " + " | ".join(stripped)]
+    boilerplate = next(d.value for d in app.dataframe if list(d.value.columns) == ["document", "line"])
+    assert list(boilerplate["line"]) == list(manifest.documents[doc_id].boilerplate)
+
+
+def test_chunk_explorer_renders_document_markup_inert(records_index):
+    app = run_page("chunk_explorer")
+    bodies = [b for b in html_bodies(app) if "spindle" in b]
+    assert bodies and all("<script" not in b and "&lt;script&gt;" in b for b in bodies)
+
+
+def test_index_page_plans_then_runs_an_incremental_index(settings):
+    from ragloupe.index.store import open_store
+
+    (settings.path("raw_dir") / "valve_logs.csv").write_text(RECORDS_CSV, encoding="utf-8")
+    app = run_page("index_manage")
+    assert metric(app, "New") == "1" and metric(app, "Unchanged") == "0"
+    button(app, "Run incremental re-index").click()
+    app.run()
+    assert_clean(app)
+    chunks = open_store(settings).count()
+    assert chunks >= 2
+    assert metric(app, "Chunks added") == f"{chunks:,}"
+    assert metric(app, "Chunks") == f"{chunks:,}"
+    # The plan for the next run now sees the file as unchanged.
+    assert [m.value for m in app.metric if m.label == "Unchanged"][0] == "1"
+
+
+def test_index_page_reports_a_bad_file_and_indexes_the_rest(settings):
+    raw = settings.path("raw_dir")
+    (raw / "valve_logs.csv").write_text(RECORDS_CSV, encoding="utf-8")
+    (raw / "broken.pdf").write_bytes(b"this is not a pdf at all")
+    app = run_page("index_manage")
+    button(app, "Run incremental re-index").click()
+    app.run()
+    assert_clean(app)
+    assert any("1 file(s) not indexed" in e.value for e in app.error)
+    errors = next(d.value for d in app.dataframe if "reason" in d.value.columns
+                  and "file" in d.value.columns)
+    assert list(errors["document"]) == ["broken"]
+    assert metric(app, "Documents") == "1"
+
+
+def test_broken_index_shows_a_message_not_a_traceback(settings):
+    manifest = settings.path("index_dir") / "manifest.json"
+    manifest.write_text("{not json", encoding="utf-8")
+    app = run_page("chunk_explorer")
+    assert any("--rebuild" in e.value for e in app.error)
+
+
+def test_embeddings_page_places_the_query_and_its_hits(app_env):
+    from ragloupe.index.store import open_store
+
+    count = open_store(app_env).count()
+    app = run_page("embeddings")
+    assert any(f"PCA of {count:,} chunks (all)" in c.value for c in app.caption)
+    app.text_input(key="question").input("capital expenditure on buildings")
+    app.number_input(key="k").set_value(4)
+    button(app, "Place").click()
+    app.run()
+    assert_clean(app)
+    figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+    traces = {t.get("name"): t for t in figure["data"]}
+    assert len(traces["query"]["x"]) == 1 and len(traces["hits"]["x"]) == 4
+    points = sum(len(t["x"]) for name, t in traces.items() if name not in ("query", "hits", "gold"))
+    assert points == count
+
+
+def test_run_info_shows_where_each_setting_came_from(app_env, monkeypatch):
+    from ragloupe.index.store import open_store
+
+    monkeypatch.setenv("RAGLOUPE_TOP_K", "7")
+    app = run_page("run_info")
+    table = next(d.value for d in app.dataframe if "source" in d.value.columns)
+    row = table[table["setting"] == "top_k"].iloc[0]
+    assert (row["value"], row["source"]) == ("7", "environment")
+    assert table[table["setting"] == "chunk_tokens"].iloc[0]["source"] == "default"
+    assert metric(app, "Chunks in the index") == f"{open_store(app_env).count():,}"
+    assert any("no LLM configured" in w.value for w in app.warning)
+
+
+def _smallest_goldset(settings: Settings) -> Path:
+    from ragloupe.diagnostics.gold import find_goldsets
+    from ragloupe.evaluate.goldset import load_goldset
+
+    return min(find_goldsets(settings), key=lambda p: len(load_goldset(p).queries))
+
+
+def test_evaluation_page_runs_and_compares_like_the_cli(app_env):
+    from ragloupe.evaluate.compare import compare
+    from ragloupe.evaluate.runs import evaluate, load_run
+
+    goldset = _smallest_goldset(app_env)
+    app = run_page("evaluation")
+    app.multiselect(key="goldsets").set_value([goldset.name])
+    app.multiselect(key="modes").set_value(["bm25", "dense"])
+    app.text_input(key="ks").input("1,3")
+    button(app, "Run evaluation").click()
+    app.run()
+    assert_clean(app)
+    results = app.dataframe[0].value
+    for mode in ("bm25", "dense"):
+        expected = evaluate([goldset], mode=mode, ks=[1, 3], scope="doc", settings=app_env,
+                            write=False).aggregates
+        shown = results[results["mode"] == mode].iloc[0]
+        assert shown["hit@1"].startswith(f"{expected['hit@1']['mean']:.3f}")
+        assert shown["mrr"].startswith(f"{expected['mrr']['mean']:.3f}")
+
+    button(app, "Compare").click()
+    app.run()
+    assert_clean(app)
+    run_a, run_b = (load_run(app.selectbox(key=k).value, app_env) for k in ("run_a", "run_b"))
+    verdicts = compare(run_a, run_b).verdicts
+    assert verdicts and all(any(v == t.value for t in app.text) for v in verdicts)
+
+
+def test_failure_audit_page_shows_the_runs_codes(app_env):
+    from ragloupe.evaluate.runs import evaluate
+
+    report = evaluate([_smallest_goldset(app_env)], mode="bm25", ks=[1, 3], scope="doc",
+                      settings=app_env)
+    app = run_page("failure_audit")
+    misses = [q for q in report.data["queries"] if q["failure"]["code"] != "HIT"]
+    figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+    bars = dict(zip(figure["data"][0]["x"], figure["data"][0]["y"]))
+    assert bars == report.data["failures"]["counts"]
+    if not misses:
+        assert any("Every question hit" in s.value for s in app.success)
+        return
+    failed = next(d.value for d in app.dataframe if "query_id" in d.value.columns)
+    assert list(failed["query_id"]) == [q["query_id"] for q in misses]
+    first = misses[0]
+    assert any(t.value == f"Question: {first['question']}" for t in app.text)
+    assert any(t.value == f"Evidence: {first['failure']['evidence']}" for t in app.text)
+
+
+def _scripted_llm(answer_text: str):
+    """A handler for the fake Ollama server: an answer, then claim extraction and checking."""
+    from llm_server import chat_reply, prompt_of
+
+    claims = {"claims": [{"claim": "The board reported a total of £1,559,285.",
+                          "span": "The board reported a total of £1,559,285"}]}
+    results = {"results": [{"id": 1, "verdict": "unverified", "source": None, "quote": ""}]}
+
+    def handler(path: str, body: dict):
+        prompt = prompt_of(body)
+        if "atomic factual claim" in prompt:
+            return chat_reply(path, json.dumps(claims))
+        if "check claims against numbered" in prompt:
+            return chat_reply(path, json.dumps(results))
+        return chat_reply(path, answer_text)
+    return handler
+
+
+def test_answer_page_shows_the_answer_its_screen_evidence_and_claims(demo_env, monkeypatch):
+    import html
+
+    from llm_server import FakeLlmServer
+
+    from ragloupe.generate.answer import answer
+    from ragloupe.generate.claims import check_claims
+    from ragloupe.generate.evidence import citation_evidence
+    from ragloupe.generate.groundedness import screen_answer
+    from ragloupe.generate.llm import get_client
+    from ragloupe.retrieve.search import search
+
+    reply = "The board reported a total of £1,559,285 [1]. It cites ISO 31000 [2]."
+    with FakeLlmServer(_scripted_llm(reply)) as server:
+        monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "ollama")
+        monkeypatch.setenv("OLLAMA_BASE_URL", server.url)
+        monkeypatch.setenv("RAGLOUPE_OLLAMA_MODEL", "fake-model")
+        settings = Settings.from_env()
+        question = "What was the total capital expenditure?"
+        app = run_page("answer")
+        app.text_input(key="question").input(question)
+        app.selectbox(key="mode").set_value("hybrid")
+        app.number_input(key="k").set_value(4)
+        button(app, "Answer").click()
+        app.run()
+        assert_clean(app)
+        button(app, "Check each claim with the LLM").click()
+        app.run()
+        assert_clean(app)
+        expected_answer = answer(question, search(question, mode="hybrid", k=4, settings=settings),
+                                 settings)
+        expected_claims = check_claims(expected_answer, get_client(settings))
+    expected = screen_answer(expected_answer)
+    bodies = html_bodies(app)
+    assert any("£1,559,285" in body for body in bodies)
+    assert metric(app, "Screen verdict") == expected.verdict
+    assert metric(app, "Checkable sentences") == f"{expected.checkable_share:.0%}"
+    tokens = next(d.value for d in app.dataframe if "found in passages" in d.value.columns)
+    assert list(tokens["verdict"]) == [t.verdict for t in expected.tokens]
+    # The first citation opens its passage with the evidence span marked.
+    first = citation_evidence(expected_answer, expected)[0]
+    if first.span is not None:
+        passage_text = expected_answer.passages[first.passage - 1].chunk.text
+        marked = f"<mark>{html.escape(passage_text[first.span.start:first.span.end])}</mark>"
+        assert any(marked in body for body in bodies)
+    assert metric(app, "Answer score (0–10)") == f"{expected_claims.score:.2f}"
+    claims = next(d.value for d in app.dataframe if "claim" in d.value.columns)
+    assert list(claims["verdict"]) == [c.verdict for c in expected_claims.checks]
