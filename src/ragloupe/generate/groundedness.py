@@ -1,0 +1,525 @@
+"""The groundedness screen: are the answer's checkable tokens in the passages it cites?
+
+No model is needed. The screen reads the tokens of an answer that can be
+checked by string and number matching alone:
+
+- quantities with a unit or currency: 90%, 10 mm, £1,559,285, 3.5 m/s,
+  £0.769m, "£769 (£000)", and bare figures written with thousands
+  separators or decimals (1,278,771; 0.25). Bare small integers and years
+  are not checkable (too likely to match by chance);
+- named standards: ISO 31000, EN 14015, API 650, IEC 61511, BS EN ISO 9001;
+- EU legal acts: Directive 2012/18/EU, Regulation (EU) 2016/679.
+
+Each token gets a verdict, and the answer the worst of them:
+
+- NOT_CONTRADICTED: in a passage cited for its sentence. Deliberately not
+  "supported": the figure being there does not mean the passage entails the
+  sentence;
+- MISATTRIBUTED: in a retrieved passage, but not in one cited for it (an
+  uncited sentence takes the citations of the next cited sentence of its
+  paragraph, else of the previous one);
+- DERIVED: in no passage, but equal, at the precision it is written with, to
+  a sum, difference, ratio or percentage of two figures of the cited
+  passages (a variance computed from a limit and an outturn); only amounts
+  written with three significant digits or more (percentages two), since a
+  coarse figure like "£6.3 million" equals some sum of a page's figures by chance;
+- UNSUPPORTED: none of the above;
+- UNVERIFIABLE (answer level only): the answer has no checkable token, so
+  the screen has no opinion. It is never a pass.
+
+checkable_share is the share of the answer's sentences holding at least one
+checkable token, so a quiet screen is not mistaken for a clean one.
+
+Known limits, by design: the screen checks tokens, not meaning. A negated
+or otherwise wrong sentence whose figures are all in the cited passage
+passes ("the Board did not receive £47.3m"), and so does a right figure
+attached to the wrong line item of the same passage. Rounded figures match
+only when written with a scale ("£1.3m" against 1,278,771 in a £000 table).
+Number matching is ragloupe.numbers': thousands separators, currency,
+"m"/"million" and "(£000)" scale notes are normalised.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from itertools import permutations
+from typing import Any, Iterable, Literal, Sequence
+
+from ragloupe.numbers import Quantity, extract_quantities, same_quantity
+
+Verdict = Literal["NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "UNVERIFIABLE"]
+# Worst first: the answer's verdict is its worst token's.
+_SEVERITY: tuple[Verdict, ...] = ("UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "NOT_CONTRADICTED")
+MIN_DERIVED_DIGITS = 3  # significant digits an amount needs before arithmetic may explain it (percentages: 2)
+
+LIMITS = ("The screen matches figures, standards and legal acts, not meaning: a negated or "
+          "misread sentence whose figures are in the cited passage passes.")
+
+# Units a figure may carry. Longer spellings first so "mm" is not read as "m".
+_UNIT_SYNONYMS = {
+    "per cent": "%", "percent": "%", "millimetres": "mm", "millimeters": "mm", "millimetre": "mm",
+    "centimetres": "cm", "centimeters": "cm", "kilometres": "km", "kilometers": "km",
+    "metres": "m", "meters": "m", "metre": "m", "meter": "m", "tonnes": "t", "tons": "t",
+    "tonne": "t", "kilograms": "kg", "litres": "l", "liters": "l", "m²": "m2", "m³": "m3",
+    "degrees c": "°c", "° c": "°c", "hours": "h", "hrs": "h", "hr": "h", "seconds": "s",
+    "minutes": "min", "days": "day", "years": "year",
+}
+_UNITS = sorted(set(_UNIT_SYNONYMS) | {
+    "m/s", "km/h", "mm/h", "mm/day", "m/s2", "m2", "m3", "mm", "cm", "km", "m", "kg", "t", "g",
+    "l", "ml", "°c", "°f", "kpa", "mpa", "pa", "bar", "barg", "psi", "kw", "mw", "gw", "kwh",
+    "mwh", "gwh", "hz", "kv", "v", "ppm", "ppb", "db", "h", "s", "min", "day", "year", "year(s)",
+    "g/s", "kg/s", "m3/h", "m3/s", "l/s", "%",
+}, key=len, reverse=True)
+_UNIT_RE = re.compile(r"\s?(" + "|".join(re.escape(u) for u in _UNITS) + r")(?![\w/²³])", re.IGNORECASE)
+
+_STANDARD_RE = re.compile(
+    r"\b(?P<body>(?:BS\s+EN\s+ISO|BS\s+EN|EN\s+ISO|ISO/IEC|IEC/EN|ANSI/API|ISO|IEC|EN|API|ASME|"
+    r"BS|NFPA|ANSI|DIN|IEEE|CEN/TS|NORSOK)(?:\s+(?:RP|Std|Standard|Spec|TR|TS))?)"
+    r"\s?(?P<number>\d{2,6}(?:[-.]\d+)*)(?::(?P<year>\d{4}))?\b")
+_EU_ACT_RE = re.compile(
+    r"(?:\b(?P<kind>Directive|Regulation|Decision)\s+(?:\((?:EU|EC|EEC|Euratom)\)\s*)?(?:No\.?\s*)?)?"
+    r"\b(?P<number>(?:19|20)\d{2}/\d{1,4}|\d{1,4}/(?:19|20)\d{2})"
+    r"(?:/(?P<suffix>EU|EC|EEC|Euratom))?\b")
+# Citations and page references in the answer are not claims about the documents.
+_REFERENCE_RE = re.compile(r"\[[^\]]{0,40}\]|\b(?:pages?|pp?\.)\s*\d+|\brecord\s+[\w.]+", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\[(\"'“A-Z0-9£$€*-])|\n+")
+_LEADING_CITES = re.compile(r"(?:\s*\[[^\]]{0,40}\])+")
+_THOUSANDS_NOTE = re.compile(r"£\s?'?000|\(£000|£000'?s|£k\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Checkable:
+    """A token of the answer the screen can check."""
+
+    raw: str
+    start: int
+    end: int
+    kind: Literal["quantity", "standard", "eu_act"]
+    key: str  # normalised form: '10 mm', 'ISO 31000', '2012/18'
+    quantity: Quantity | None = None
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class TokenCheck:
+    """One checkable token and what the screen found for it."""
+
+    token: str
+    kind: str
+    start: int
+    end: int
+    sentence: int  # 0-based sentence index in the answer
+    verdict: Verdict
+    cited: tuple[int, ...]  # passage numbers cited for its sentence
+    found_in: tuple[int, ...]  # passage numbers holding it
+    evidence: str  # a sentence a person can check
+    # (passage number, start, end) of the token as written in each passage holding it,
+    # so a page can highlight it in the passage text.
+    passage_spans: tuple[tuple[int, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Screen:
+    verdict: Verdict
+    tokens: tuple[TokenCheck, ...]
+    n_sentences: int
+    n_checkable_sentences: int
+    limits: str = LIMITS
+
+    @property
+    def checkable_share(self) -> float:
+        return round(self.n_checkable_sentences / self.n_sentences, 4) if self.n_sentences else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["checkable_share"] = self.checkable_share
+        return data
+
+    def summary(self) -> str:
+        lines = [f"groundedness screen: {self.verdict}  (checkable sentences "
+                 f"{self.n_checkable_sentences}/{self.n_sentences} = {self.checkable_share:.0%})"]
+        lines += [f"  {t.verdict:<16} {t.token}: {t.evidence}" for t in self.tokens]
+        if self.verdict == "UNVERIFIABLE":
+            lines.append("  no figure, standard or legal act to check: the screen has no opinion")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------
+# Extraction
+
+
+def extract_checkables(text: str) -> list[Checkable]:
+    """The answer's checkable tokens, left to right."""
+    found: list[Checkable] = []
+    for match in _STANDARD_RE.finditer(text):
+        body = " ".join(match.group("body").upper().split())
+        found.append(Checkable(match.group(0), match.start(), match.end(), "standard",
+                               f"{_standard_family(body)} {match.group('number')}"))
+    for match in _EU_ACT_RE.finditer(text):
+        if not (match.group("kind") or match.group("suffix")):
+            continue  # "2020/21" is a financial year, not an act
+        if _overlaps(match.start(), match.end(), found):
+            continue
+        found.append(Checkable(match.group(0), match.start(), match.end(), "eu_act",
+                               match.group("number")))
+    references = [(m.start(), m.end()) for m in _REFERENCE_RE.finditer(text)]
+    for q in extract_quantities(text):
+        if _overlaps(q.start, q.end, found) or any(s <= q.start < e for s, e in references):
+            continue
+        unit = _unit_after(text, q.end) if not q.percent else "%"
+        if not _is_checkable(q, unit):
+            continue
+        end = q.end if q.percent or not unit else q.end + len(_UNIT_RE.match(text, q.end).group(0))
+        key = f"{q.raw} {unit}".strip() if unit and not q.percent else q.raw
+        start = q.start + len(text[q.start:end]) - len(text[q.start:end].lstrip())
+        found.append(Checkable(text[start:end], start, end, "quantity", key, q, unit))
+    return sorted(found, key=lambda c: c.start)
+
+
+def _standard_family(body: str) -> str:
+    """'BS EN ISO' -> 'ISO', 'API RP' -> 'API': the number is what identifies a standard."""
+    words = body.replace("/", " ").split()
+    qualifiers = {"RP", "STD", "STANDARD", "SPEC", "TR", "TS"}
+    words = [w for w in words if w not in qualifiers]
+    return words[-1] if words else body
+
+
+def _unit_after(text: str, end: int) -> str:
+    match = _UNIT_RE.match(text, end)
+    if not match:
+        return ""
+    unit = match.group(1).lower()
+    return _UNIT_SYNONYMS.get(unit, unit)
+
+
+def _is_checkable(q: Quantity, unit: str) -> bool:
+    if q.currency or q.percent or q.scale != 1.0 or unit:
+        return not (unit in {"year", "day", "h", "s", "min"} and q.value < 10 and "." not in q.raw)
+    if 1900 <= q.value <= 2100 and "," not in q.raw and "." not in q.raw:
+        return False  # a year
+    return "," in q.raw or "." in q.raw
+
+
+def _overlaps(start: int, end: int, tokens: Iterable[Checkable]) -> bool:
+    return any(t.start < end and start < t.end for t in tokens)
+
+
+# ----------------------------------------------------------------------------
+# Matching a token against one passage
+
+
+@dataclass(frozen=True)
+class _PassageFacts:
+    """What the screen needs from one passage, computed once."""
+
+    number: int
+    quantities: tuple[Quantity, ...]
+    units: tuple[str, ...]  # the unit after each quantity ("" when none)
+    standards: dict[str, tuple[str, int, int]]  # key -> (as written, start, end)
+    acts: dict[str, tuple[str, int, int]]
+    thousands: bool  # the passage has a "£000" column note: bare figures may be thousands
+
+
+def _facts(number: int, text: str) -> _PassageFacts:
+    quantities = tuple(extract_quantities(text))
+    units = tuple(_unit_after(text, q.end) if not q.percent else "%" for q in quantities)
+    standards: dict[str, tuple[str, int, int]] = {}
+    for c in extract_checkables(text):
+        if c.kind == "standard":
+            standards.setdefault(c.key, (c.raw, c.start, c.end))
+    acts: dict[str, tuple[str, int, int]] = {}
+    for m in _EU_ACT_RE.finditer(text):
+        acts.setdefault(m.group("number"), (m.group(0), m.start(), m.end()))
+    return _PassageFacts(number, quantities, units, standards, acts, bool(_THOUSANDS_NOTE.search(text)))
+
+
+def _contains(facts: _PassageFacts, token: Checkable) -> tuple[str, int, int] | None:
+    """How and where the passage writes the token, or None when it does not hold it."""
+    if token.kind == "standard":
+        return facts.standards.get(token.key)
+    if token.kind == "eu_act":
+        return facts.acts.get(token.key)
+    claim = token.quantity
+    assert claim is not None
+    candidates = [other for other, unit in zip(facts.quantities, facts.units)
+                  if (claim.percent or not token.unit or unit == token.unit)
+                  and not (claim.currency and other.currency and claim.currency != other.currency)]
+    # Exact readings first, so '£0.769m' is shown as the prose '£0.769m', not a table's 769.
+    for matches in (_same_as_written, _same_in_thousands, _rounded_match):
+        for other in candidates:
+            if matches(claim, other, facts):
+                return other.raw, other.start, other.end
+    return None
+
+
+def _same_as_written(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bool:
+    """numbers.same_quantity, except that "£13 million" is not any bare 13 of a page:
+    a figure without currency or scale stands for an amount only when it is
+    distinctive (separators, decimals, three digits or more)."""
+    if (claim.currency or claim.scale != 1.0) and not (other.currency or other.scale != 1.0) \
+            and not other.distinctive:
+        return False
+    # same_quantity compares at six significant digits, which is too coarse for
+    # seven-digit accounts (£1,278,773 would equal 1,278,771): confirm exactly.
+    return same_quantity(claim, other) and any(
+        _close(a, b, 0.0) for a in (claim.value, claim.scaled) for b in (other.value, other.scaled))
+
+
+def _same_in_thousands(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bool:
+    """'£0.769m' against a bare 769 in a table whose header says £000."""
+    if not facts.thousands or other.percent or claim.percent or other.scale != 1.0:
+        return False
+    return _close(claim.scaled, other.value * 1e3, 1e-9)
+
+
+def _rounded_match(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bool:
+    """'£1.3m' or '£47m' matches 1,278,771 (£000) or £47.3m at the precision written.
+
+    Only a scale word ("m", "million", "bn") says a figure may be rounded; a
+    "(£000)" note does not, so "£1,278,773 (£000)" does not match 1,278,771.
+    """
+    written_scale = claim.scale / 1e3 if "(" in claim.raw else claim.scale
+    if written_scale == 1.0 or claim.percent or other.percent:
+        return False
+    step = 10 ** -_decimals(claim.raw) * claim.scale
+    readings = {other.value * other.scale}
+    if facts.thousands and other.scale == 1.0:
+        readings.add(other.value * 1e3)
+    return any(abs(r - claim.scaled) <= step / 2 for r in readings)
+
+
+# ----------------------------------------------------------------------------
+# Arithmetic over passage figures
+
+
+def _derivation(token: Checkable, facts: Sequence[_PassageFacts],
+                stated: frozenset[float] = frozenset()) -> str | None:
+    """'£0.769m = 1,278,771 − 1,278,002 (passage [1])' when the figure is
+    arithmetic over two figures of the passages, at the precision it is written with.
+
+    A page of accounts holds a hundred figures, so ten thousand pairs: a
+    figure written with one or two significant digits ("£6.3 million") equals
+    some sum or difference by chance. So a derivation needs a figure with at
+    least MIN_DERIVED_DIGITS significant digits (a percentage one fewer: "1.9%"
+    from 9,767 and 9,581 is a typical change), and uses only the passages
+    the sentence cites (all passages when it cites none), never years. A
+    coarser figure is derived only from figures the answer itself states
+    (``stated``): "£4.8m (£10.2m against a target of £5.4m)" shows its working.
+    """
+    claim = token.quantity
+    if claim is None:
+        return None
+    coarse = _significant_digits(claim.raw) < MIN_DERIVED_DIGITS - claim.percent
+    if coarse and not stated:
+        return None
+    operands: list[tuple[Quantity, int, bool]] = []
+    seen: set[tuple[float, int]] = set()
+    # Figures combine only with figures of the same unit (none for money and
+    # counts); a percentage is made of two figures without one.
+    operand_unit = "" if claim.percent else token.unit
+    for passage in facts:
+        for q, unit in zip(passage.quantities, passage.units):
+            if q.percent or not q.distinctive or _is_year(q) or unit != operand_unit \
+                    or (q.value, passage.number) in seen:
+                continue
+            if coarse and not any(_close(q.scaled, v, 0.0) for v in stated):
+                continue
+            seen.add((q.value, passage.number))
+            operands.append((q, passage.number, passage.thousands))
+    step = 10 ** -_decimals(claim.raw) * (1.0 if claim.percent else claim.scale)
+    readings = [(q, number, _readings(q, thousands, None if claim.percent else step))
+                for q, number, thousands in operands]
+    for (a, pa, a_readings), (b, pb, b_readings) in permutations(readings, 2):
+        for x in a_readings:
+            for y in b_readings:
+                for name, value in _combinations(x, y, claim.percent, ratio=_dimensionless(claim, token)):
+                    if _close(value, claim.scaled, step / 2):
+                        where = f"passage [{pa}]" if pa == pb else f"passages [{pa}], [{pb}]"
+                        return f"{token.raw} = {name.format(a=a.raw, b=b.raw)} ({where})"
+    return None
+
+
+def _readings(q: Quantity, thousands: bool, step: float | None) -> list[float]:
+    """The amounts an operand may stand for, at the claim's precision.
+
+    A bare figure in a passage with a £000 note may be thousands. With a
+    ``step`` (amount claims), a reading finer than the claim is written in is
+    dropped: "£461,043 (£000)" is not 461,044 − 1.1, nor is "£10.3m"
+    £10.2m + £0.131m; sums and differences of figures are only as precise as
+    their operands.
+    """
+    values = [q.scaled] + ([q.value * 1e3] if thousands and q.scale == 1.0 else [])
+    if step is None:
+        return values
+    return [v for v in values if abs(v / step - round(v / step)) < 1e-6]
+
+
+def _significant_digits(raw: str) -> int:
+    """'£6.3 million' -> 2, '£12,987' -> 5, '0.06%' -> 1, '1,300' -> 2 (trailing zeros of an integer do not count)."""
+    digits = re.sub(r"\D", "", re.sub(r"\(.*", "", raw))
+    if "." not in raw:
+        digits = digits.rstrip("0")
+    return len(digits.lstrip("0"))
+
+
+def _is_year(q: Quantity) -> bool:
+    return not (q.currency or q.percent or q.scale != 1.0) and "," not in q.raw and "." not in q.raw \
+        and 1900 <= q.value <= 2100
+
+
+def _dimensionless(claim: Quantity, token: Checkable) -> bool:
+    """A ratio of two amounts has no unit: it can only explain a bare figure."""
+    return not (claim.currency or token.unit or claim.scale != 1.0)
+
+
+def _combinations(x: float, y: float, percent: bool, ratio: bool) -> list[tuple[str, float]]:
+    """The arithmetic the screen tries: a percentage (share or change) for a percent
+    claim; a sum or difference, and a ratio for a bare figure, otherwise."""
+    if percent:
+        out = []
+        if y:
+            out.append(("{a} / {b} × 100", x / y * 100))
+            out.append(("({a} − {b}) / {b} × 100", (x - y) / y * 100))
+        return out
+    out = [("{a} + {b}", x + y), ("{a} − {b}", x - y)]
+    if y and ratio:
+        out.append(("{a} / {b}", x / y))
+    return [(name, value) for name, value in out if value > 0]
+
+
+def _decimals(raw: str) -> int:
+    match = re.search(r"\d\.(\d+)", raw)
+    return len(match.group(1)) if match else 0
+
+
+def _close(a: float, b: float, tolerance: float) -> bool:
+    return abs(a - b) <= max(tolerance, 1e-9 * max(abs(a), abs(b)))
+
+
+# ----------------------------------------------------------------------------
+# Sentences and the citations that belong to them
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence; a citation written after the full stop stays with its sentence."""
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        bounds.append((start, match.start()))
+        start = match.end()
+    bounds.append((start, len(text)))
+    merged: list[tuple[int, int]] = []
+    for s, e in bounds:
+        lead = _LEADING_CITES.match(text, s)
+        if merged and lead and lead.end() > s:
+            merged[-1] = (merged[-1][0], lead.end())
+            s = lead.end()
+        if text[s:e].strip(" \t-*•|"):
+            merged.append((s, e))
+    return [_trim(text, s, e) for s, e in merged]
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _sentence_citations(text: str, sentences: list[tuple[int, int]],
+                        citations: Sequence[Any]) -> list[tuple[int, ...]]:
+    """Passage numbers cited for each sentence, with uncited sentences inheriting (see docstring)."""
+    own = [tuple(sorted({c.passage for c in citations if c.passage is not None and s <= c.start < e}))
+           for s, e in sentences]
+    # A sentence citing only what does not exist ("[7]" of five passages) cited
+    # something: it does not borrow its neighbours' citations.
+    marked = [any(s <= c.start < e for c in citations) for s, e in sentences]
+    paragraph = _paragraph_ids(text, sentences)
+    result = []
+    for i, cited in enumerate(own):
+        if not cited and not marked[i]:
+            after = [own[j] for j in range(i + 1, len(own)) if paragraph[j] == paragraph[i] and own[j]]
+            before = [own[j] for j in range(i - 1, -1, -1) if paragraph[j] == paragraph[i] and own[j]]
+            cited = (after or before or [()])[0]
+        result.append(cited)
+    return result
+
+
+def _paragraph_ids(text: str, sentences: list[tuple[int, int]]) -> list[int]:
+    ids, current, last_end = [], 0, 0
+    for s, _ in sentences:
+        if "\n\n" in text[last_end:s]:
+            current += 1
+        ids.append(current)
+        last_end = s
+    return ids
+
+
+# ----------------------------------------------------------------------------
+# The screen
+
+
+def screen(answer_text: str, citations: Sequence[Any], passages: Sequence[Any]) -> Screen:
+    """Screen ``answer_text`` against ``passages`` (numbered from 1, as in the prompt).
+
+    ``citations`` are objects with .start, .end and .passage (generate.citations.Citation);
+    ``passages`` are texts, or objects with .text or .chunk.text.
+    """
+    texts = [_passage_text(p) for p in passages]
+    facts = [_facts(number, text) for number, text in enumerate(texts, start=1)]
+    sentences = split_sentences(answer_text)
+    cited_by_sentence = _sentence_citations(answer_text, sentences, citations)
+    checks: list[TokenCheck] = []
+    checkable_sentences: set[int] = set()
+    tokens = extract_checkables(answer_text)
+    for token in tokens:
+        index = next((i for i, (s, e) in enumerate(sentences) if s <= token.start < e), len(sentences) - 1)
+        checkable_sentences.add(index)
+        cited = cited_by_sentence[index] if sentences else ()
+        stated = frozenset(t.quantity.scaled for t in tokens if t.quantity and t is not token)
+        checks.append(_check(token, index, cited, facts, stated))
+    verdict: Verdict = "UNVERIFIABLE"
+    if checks:
+        verdict = next(v for v in _SEVERITY if any(c.verdict == v for c in checks))
+    return Screen(verdict, tuple(checks), len(sentences), len(checkable_sentences))
+
+
+def screen_answer(answer: Any) -> Screen:
+    """screen() over a generate.answer.Answer."""
+    return screen(answer.text, answer.citations, answer.passages)
+
+
+def _check(token: Checkable, sentence: int, cited: tuple[int, ...],
+           facts: Sequence[_PassageFacts], stated: frozenset[float] = frozenset()) -> TokenCheck:
+    found = {f.number: written for f in facts if (written := _contains(f, token)) is not None}
+    in_cited = [n for n in cited if n in found]
+
+    def make(verdict: Verdict, evidence: str) -> TokenCheck:
+        spans = tuple((n, found[n][1], found[n][2]) for n in sorted(found))
+        return TokenCheck(token.raw, token.kind, token.start, token.end, sentence, verdict,
+                          cited, tuple(sorted(found)), evidence, spans)
+
+    if in_cited:
+        n = in_cited[0]
+        return make("NOT_CONTRADICTED", f"written '{found[n][0]}' in cited passage [{n}]")
+    cited_note = f"cited {_numbers(cited)}" if cited else "no citation"
+    if found:
+        return make("MISATTRIBUTED", f"in passage {_numbers(found)}, but {cited_note}")
+    derived = _derivation(token, [f for f in facts if f.number in cited] if cited else facts, stated)
+    if derived:
+        return make("DERIVED", derived)
+    return make("UNSUPPORTED", f"in none of the {len(facts)} passages ({cited_note})")
+
+
+def _numbers(numbers: Iterable[int]) -> str:
+    return ", ".join(f"[{n}]" for n in sorted(numbers))
+
+
+def _passage_text(passage: Any) -> str:
+    if isinstance(passage, str):
+        return passage
+    if hasattr(passage, "chunk"):
+        return passage.chunk.text
+    return passage.text

