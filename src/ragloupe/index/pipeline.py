@@ -1,0 +1,425 @@
+"""Incremental indexing: sources in, chunks and embeddings in Chroma, manifest kept true.
+
+``plan`` compares the files under the given roots with the manifest: new,
+modified (sha256 differs), unchanged, deleted (a manifest entry under one of
+the roots whose file is gone). ``run_index`` carries the plan out under the
+index lock. Only new and modified sources are read and embedded; unchanged
+ones cost one streamed sha256.
+
+Consistency protocol, per source: mark the entry "pending" in the manifest
+(saved atomically) before touching Chroma, delete its old chunks, upsert the
+new ones, then mark it "complete". Every run starts with ``repair``: a
+pending entry has all its chunks removed and is redone, a complete entry
+whose chunks Chroma lacks is redone, and chunks no complete entry claims
+are deleted. So whenever the process dies, the next run ends consistent.
+
+A change of the settings that shape the index (model, chunk size, overlap,
+boilerplate and quality rules, record fields) is refused with StaleIndex
+unless ``rebuild`` is asked for: old and new chunks are never mixed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from ragloupe.chunking import chunk_document, content_budget
+from ragloupe.config import Settings
+from ragloupe.errors import StaleIndex
+from ragloupe.index.embedder import get_embedder
+from ragloupe.index.lock import index_lock, lock_holder
+from ragloupe.index.manifest import DocumentEntry, Manifest, entry_for
+from ragloupe.index.store import Store, open_store
+from ragloupe.ingest import discover_sources, load_source
+from ragloupe.ingest.sources import doc_id_for, file_sha256, is_source
+from ragloupe.models import SourceDoc
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One step of a run, for a progress bar: ``done`` of ``total`` sources handled."""
+
+    stage: str  # "hash" | "ingest" | "embed" | "write" | "done"
+    done: int
+    total: int
+    path: str = ""
+    part: float = 0.0  # share of the current source done (the embedding goes in slices)
+
+
+ProgressCallback = Callable[[Progress], None]
+
+EMBED_SLICE = 256  # texts per encode() call
+
+
+@dataclass
+class IndexPlan:
+    """What a run would do. Paths are absolute strings."""
+
+    roots: list[str]
+    new: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)  # doc_ids whose file is gone
+    missing_roots: list[str] = field(default_factory=list)  # given paths that do not exist
+    unsupported: list[str] = field(default_factory=list)  # given files that are not .pdf/.csv/.jsonl
+    stale: str | None = None  # why the index does not match the settings in force
+    hashes: dict[str, str] = field(default_factory=dict)  # path -> sha256 (for the run)
+
+    @property
+    def to_ingest(self) -> list[str]:
+        return sorted(self.new + self.modified)  # path order, as discovered
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out.pop("hashes")
+        return out
+
+
+@dataclass
+class FileError:
+    """A source that was refused; nothing of it is in the index."""
+
+    path: str
+    doc_id: str
+    error: str
+    findings: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class IndexSummary:
+    """The result of ``run_index``, for the CLI table and ``--json``."""
+
+    new: list[str] = field(default_factory=list)  # doc_ids
+    modified: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)  # what the start-of-run repair fixed
+    rebuilt: bool = False
+    pages_indexed: int = 0
+    pages_excluded: int = 0
+    excluded_reasons: dict[str, int] = field(default_factory=dict)  # reason -> pages
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    errors: list[FileError] = field(default_factory=list)
+    review_findings: list[dict] = field(default_factory=list)  # non-blocking records findings
+    documents: int = 0  # complete documents in the index after the run
+    chunks: int = 0  # chunks in the index after the run
+    settings_fingerprint: str = ""
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class IndexStatus:
+    """What the index holds, for ``ragloupe status`` and the app."""
+
+    index_dir: str
+    store: str  # "embedded <path>" or "chroma server host:port"
+    documents: list[dict]
+    n_documents: int
+    n_pages: int
+    n_pages_indexed: int
+    n_chunks_manifest: int
+    n_chunks_store: int
+    quality: dict[str, int]
+    settings_fingerprint: str
+    current_fingerprint: str
+    stale: str | None
+    pending: list[str]
+    refused: list[str]
+    roots: list[str]
+    busy_pid: int | None
+    fingerprint: str  # the store's content fingerprint
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---- planning ------------------------------------------------------------------
+def default_roots(manifest: Manifest, settings: Settings) -> list[Path]:
+    """With no PATHS: the roots recorded in the manifest, plus raw_dir."""
+    roots = [Path(r) for r in manifest.roots]
+    raw = settings.path("raw_dir")
+    if raw.exists() and raw.resolve() not in roots:
+        roots.append(raw.resolve())
+    return roots
+
+
+def plan(paths: Sequence[str | Path] | None, settings: Settings,
+         manifest: Manifest | None = None, progress: ProgressCallback | None = None) -> IndexPlan:
+    """Classify the sources under ``paths`` against the manifest (read-only; no lock)."""
+    manifest = manifest or Manifest.load(settings)
+    roots = [Path(p).resolve() for p in paths] if paths else default_roots(manifest, settings)
+    result = IndexPlan(roots=[str(r) for r in roots], stale=manifest.stale_reason(settings))
+    if paths:  # a recorded root that is gone just means its files were deleted
+        result.missing_roots = [str(r) for r in roots if not r.exists()
+                                and not _any_under(manifest.documents.values(), r)]
+    result.unsupported = [str(r) for r in roots if r.is_file() and not is_source(r)]
+    sources = discover_sources([r for r in roots if r.exists()])
+    known = manifest.by_path()
+    for i, source in enumerate(sources):
+        if progress:
+            progress(Progress("hash", i, len(sources), str(source)))
+        path = str(source)
+        sha = file_sha256(source)
+        result.hashes[path] = sha
+        entry = known.get(path)
+        if entry is None:
+            result.new.append(path)
+        elif entry.sha256 != sha or entry.state == "pending":
+            result.modified.append(path)
+        else:
+            result.unchanged.append(path)
+    present = set(result.hashes)
+    for entry in manifest.documents.values():
+        if entry.path not in present and any(_is_under(Path(entry.path), r) for r in roots):
+            if not Path(entry.path).exists():
+                result.deleted.append(entry.doc_id)
+    result.deleted.sort()
+    return result
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _any_under(entries: Iterable[DocumentEntry], root: Path) -> bool:
+    return any(_is_under(Path(e.path), root) for e in entries)
+
+
+# ---- running ---------------------------------------------------------------------
+def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: bool = False,
+              progress: ProgressCallback | None = None) -> IndexSummary:
+    """Bring the index in line with the sources under ``paths`` (see module docstring).
+
+    Raises IndexBusy when another indexer holds the lock, StaleIndex when the
+    settings changed and ``rebuild`` is false. Bad files never raise: they
+    end up in ``summary.errors`` and nothing of them is stored.
+    """
+    started = time.perf_counter()
+    timings: Counter[str] = Counter()
+    with index_lock(settings):
+        manifest = Manifest.load(settings)
+        summary = IndexSummary(settings_fingerprint=settings.index_fingerprint())
+        if not rebuild and (reason := manifest.stale_reason(settings)):
+            raise StaleIndex(reason)
+        store = open_store(settings)
+        if rebuild:
+            roots = list(manifest.roots)
+            store.reset()
+            manifest = Manifest.empty(settings)
+            manifest.roots = roots
+            manifest.save()
+            summary.rebuilt = True
+        # Past the stale check, the settings in force are the index's: equal, or the
+        # index holds no document yet, or it was just rebuilt.
+        manifest.settings_fingerprint = settings.index_fingerprint()
+        manifest.shaping_settings = settings.shaping_settings()
+        summary.repaired, summary.chunks_removed = repair(manifest, store)
+        mark = time.perf_counter()
+        the_plan = plan(paths, settings, manifest, progress)
+        timings["hash"] += time.perf_counter() - mark
+        # Remember where sources live, so `ragloupe index` without PATHS finds them again.
+        manifest.roots = sorted(r for r in set(manifest.roots) | set(the_plan.roots)
+                                if Path(r).is_dir() or (Path(r).is_file() and is_source(Path(r))))
+        for root in the_plan.missing_roots:
+            summary.errors.append(FileError(root, doc_id_for(Path(root)), "no such file or directory"))
+        for path in the_plan.unsupported:
+            summary.errors.append(FileError(path, doc_id_for(Path(path)),
+                                            f"unsupported file type {Path(path).suffix or '(none)'}: "
+                                            "expected .pdf, .csv or .jsonl"))
+
+        for doc_id in the_plan.deleted:
+            summary.chunks_removed += _remove_document(manifest, store, doc_id)
+            summary.deleted.append(doc_id)
+
+        by_path = manifest.by_path()
+        summary.unchanged = sorted(by_path[p].doc_id for p in the_plan.unchanged)
+        for p in the_plan.unchanged:  # a refused file stays refused until it changes
+            entry = by_path[p]
+            if entry.state == "refused":
+                summary.errors.append(FileError(p, entry.doc_id, entry.error or "refused",
+                                                list(entry.findings)))
+        embedder = get_embedder(settings) if the_plan.to_ingest else None
+        if embedder is not None:  # refuse impossible chunk settings before any file is touched
+            content_budget(embedder.tokenizer, settings, embedder.max_seq_length)
+        total = len(the_plan.to_ingest)
+        for i, path in enumerate(the_plan.to_ingest):
+            if progress:
+                progress(Progress("ingest", i, total, path))
+            mark = time.perf_counter()
+            doc = load_source(Path(path), settings)
+            timings["ingest"] += time.perf_counter() - mark
+            is_new = path in the_plan.new
+            _index_document(doc, manifest, store, embedder, settings, summary, timings,
+                            is_new, progress, (i, total))
+        manifest.save()
+        store.set_content_marker(manifest.content_hash())
+        _tally(manifest, summary)
+        summary.chunks = store.count()
+        if progress:
+            progress(Progress("done", total, total))
+    timings["total"] = time.perf_counter() - started
+    summary.timings = {k: round(v, 3) for k, v in timings.items()}
+    return summary
+
+
+def _index_document(doc: SourceDoc, manifest: Manifest, store: Store, embedder, settings: Settings,
+                    summary: IndexSummary, timings: Counter, is_new: bool,
+                    progress: ProgressCallback | None, step: tuple[int, int]) -> None:
+    """Replace one source's chunks (or refuse it), keeping the manifest true at every step."""
+    owner = manifest.documents.get(doc.doc_id)
+    if owner is not None and owner.path != str(doc.path):
+        # doc_id is the file stem: a second file with the same stem would overwrite the first.
+        summary.errors.append(FileError(str(doc.path), doc.doc_id,
+                                        f"doc_id {doc.doc_id!r} is already used by {owner.path}; "
+                                        "rename one of the files"))
+        return
+    summary.review_findings.extend(
+        {"path": str(doc.path), "doc_id": doc.doc_id, **asdict(f)}
+        for f in doc.findings if f.severity == "review")
+    if doc.blocked:
+        if owner is not None:  # the file changed into a bad one: its old chunks go too
+            summary.chunks_removed += _remove_document(manifest, store, doc.doc_id)
+        entry = entry_for(doc, "refused")
+        manifest.documents[doc.doc_id] = entry
+        manifest.save()
+        summary.errors.append(FileError(str(doc.path), doc.doc_id, entry.error or "refused",
+                                        list(entry.findings)))
+        return
+
+    mark = time.perf_counter()
+    chunks = chunk_document(doc, embedder.tokenizer, settings, embedder.max_seq_length)
+    timings["chunk"] += time.perf_counter() - mark
+    mark = time.perf_counter()
+    embeddings = _embed(embedder, [c.text for c in chunks], progress, step, str(doc.path))
+    timings["embed"] += time.perf_counter() - mark
+
+    if progress:
+        progress(Progress("write", step[0], step[1], str(doc.path)))
+    mark = time.perf_counter()
+    # Pending first: if we die between here and "complete", the next run's repair
+    # deletes whatever of this document reached Chroma and redoes it.
+    manifest.documents[doc.doc_id] = entry_for(doc, "pending")
+    manifest.save()
+    old = store.ids({"doc_id": doc.doc_id})
+    new_ids = {c.chunk_id for c in chunks}
+    stale_ids = [i for i in old if i not in new_ids]
+    store.delete_ids(stale_ids)
+    store.upsert(chunks, embeddings)
+    per_page = Counter((c.page, c.record_id) for c in chunks)
+    manifest.documents[doc.doc_id] = entry_for(doc, "complete", [c.chunk_id for c in chunks], per_page)
+    manifest.save()
+    timings["write"] += time.perf_counter() - mark
+
+    summary.chunks_added += len(new_ids - set(old))
+    summary.chunks_removed += len(stale_ids)
+    (summary.new if is_new else summary.modified).append(doc.doc_id)
+
+
+def _embed(embedder, texts: list[str], progress: ProgressCallback | None,
+           step: tuple[int, int], path: str):
+    """Encode in slices of EMBED_SLICE texts, so a progress bar moves within a large file.
+
+    A slice holds many model batches, so the model's own length-sorting still
+    packs batches well and the slicing costs nothing measurable.
+    """
+    import numpy as np
+
+    parts = []
+    for start in range(0, len(texts), EMBED_SLICE):
+        if progress:
+            progress(Progress("embed", step[0], step[1], path, part=start / len(texts)))
+        parts.append(embedder.encode(texts[start:start + EMBED_SLICE]))
+    return np.concatenate(parts) if parts else embedder.encode([])
+
+
+def _remove_document(manifest: Manifest, store: Store, doc_id: str) -> int:
+    """Delete a document's chunks and entry: pending first, so a crash mid-way is repaired."""
+    entry = manifest.documents[doc_id]
+    manifest.documents[doc_id] = DocumentEntry(**{**entry.__dict__, "state": "pending"})
+    manifest.save()
+    removed = store.delete_where({"doc_id": doc_id})
+    del manifest.documents[doc_id]
+    manifest.save()
+    return removed
+
+
+def repair(manifest: Manifest, store: Store) -> tuple[list[str], int]:
+    """Make Chroma hold exactly the complete documents' chunks; returns (what was fixed, chunks removed).
+
+    Pending entries lose their chunks and their entry (the plan then sees
+    their file as new); complete entries with chunks missing from Chroma
+    are dropped the same way, to be redone; chunks no complete entry
+    claims are deleted.
+    """
+    fixed: list[str] = []
+    removed = 0
+    held = set(store.ids())
+    for entry in list(manifest.documents.values()):
+        if entry.state == "pending":
+            fixed.append(f"{entry.doc_id}: interrupted run, re-indexed")
+        elif entry.state == "complete" and not set(entry.chunk_ids) <= held:
+            fixed.append(f"{entry.doc_id}: chunks missing from the store, re-indexed")
+        else:
+            continue
+        removed += store.delete_where({"doc_id": entry.doc_id})
+        del manifest.documents[entry.doc_id]
+    if fixed:
+        held = set(store.ids())
+    orphans = sorted(held - manifest.complete_chunk_ids())
+    if orphans:
+        removed += store.delete_ids(orphans)
+        fixed.append(f"{len(orphans)} chunk(s) no complete document claims, removed")
+    if fixed:
+        manifest.save()
+    return fixed, removed
+
+
+def _tally(manifest: Manifest, summary: IndexSummary) -> None:
+    """Pages indexed / excluded (with reasons) by this run, and the index's totals."""
+    reasons: Counter[str] = Counter()
+    for doc_id in summary.new + summary.modified:
+        for page in manifest.documents[doc_id].pages:
+            if page.indexed:
+                summary.pages_indexed += 1
+            else:
+                summary.pages_excluded += 1
+                reasons[page.reason or f"{page.quality} page"] += 1
+    summary.excluded_reasons = dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    summary.documents = len(manifest.complete())
+
+
+# ---- status ----------------------------------------------------------------------
+def status(settings: Settings) -> IndexStatus:
+    """What the index holds and whether it matches the settings in force (read-only)."""
+    manifest = Manifest.load(settings)
+    store = open_store(settings)
+    quality: Counter[str] = Counter()
+    documents = []
+    n_pages = n_indexed = 0
+    for entry in manifest.complete():
+        quality.update(p.quality for p in entry.pages)
+        indexed = sum(p.indexed for p in entry.pages)
+        n_pages += len(entry.pages)
+        n_indexed += indexed
+        documents.append({"doc_id": entry.doc_id, "path": entry.path, "kind": entry.kind,
+                          "pages": len(entry.pages), "pages_indexed": indexed,
+                          "chunks": entry.n_chunks, "sha256": entry.sha256})
+    where = (f"chroma server {settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host
+             else f"embedded {settings.path('index_dir') / 'chroma'}")
+    return IndexStatus(
+        index_dir=str(settings.path("index_dir")), store=where, documents=documents,
+        n_documents=len(documents), n_pages=n_pages, n_pages_indexed=n_indexed,
+        n_chunks_manifest=sum(e.n_chunks for e in manifest.complete()),
+        n_chunks_store=store.count(), quality=dict(sorted(quality.items())),
+        settings_fingerprint=manifest.settings_fingerprint,
+        current_fingerprint=settings.index_fingerprint(), stale=manifest.stale_reason(settings),
+        pending=[e.doc_id for e in manifest.pending()],
+        refused=[e.doc_id for e in manifest.refused()], roots=sorted(manifest.roots),
+        busy_pid=lock_holder(settings), fingerprint=store.fingerprint())

@@ -1,0 +1,190 @@
+"""The vector store: one Chroma collection of chunks, embedded or behind a Chroma server.
+
+Embedded ``PersistentClient`` under ``<index_dir>/chroma`` by default; an
+``HttpClient`` to ``chroma run`` when CHROMA_HOST is set. Telemetry is off.
+The collection uses cosine space and no embedding function: embeddings are
+always computed by ragloupe's own embedder and passed in, so Chroma never
+loads a model of its own.
+
+Chroma caps how many records one call may carry (``get_max_batch_size``),
+so every bulk call here is cut into batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ragloupe.config import Settings, bootstrap_environment
+from ragloupe.errors import StoreUnavailable
+from ragloupe.models import Chunk
+
+# Collection metadata key where the indexer records what the collection holds.
+CONTENT_KEY = "ragloupe_content"
+
+
+class Store:
+    """The chunk collection. Build with ``open_store(settings)``."""
+
+    def __init__(self, client, collection, settings: Settings):
+        self.client = client
+        self.collection = collection
+        self.settings = settings
+        try:
+            self.batch_size = max(1, min(int(client.get_max_batch_size()), 4096))
+        except Exception:  # older servers do not report it; Chroma's floor is far above this
+            self.batch_size = 1000
+
+    # ---- reading -------------------------------------------------------
+    def count(self) -> int:
+        return int(self.collection.count())
+
+    def all_chunks(self, where: dict | None = None) -> list[Chunk]:
+        """Every chunk (matching ``where``), sorted by (doc_id, page, position) so the
+        order is the same on every call whatever order Chroma keeps."""
+        chunks = [Chunk.from_store(i, doc, meta) for i, doc, meta in self._scan(where, ["documents", "metadatas"])]
+        return sorted(chunks, key=_reading_order)
+
+    def ids(self, where: dict | None = None) -> list[str]:
+        return sorted(chunk_id for chunk_id, _, _ in self._scan(where, []))
+
+    def get_chunks(self, ids: Sequence[str]) -> list[Chunk]:
+        """The chunks with these ids, in the order asked; unknown ids are left out."""
+        found: dict[str, Chunk] = {}
+        for batch in _batches(list(ids), self.batch_size):
+            got = self.collection.get(ids=batch, include=["documents", "metadatas"])
+            for chunk_id, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+                found[chunk_id] = Chunk.from_store(chunk_id, doc, meta)
+        return [found[i] for i in ids if i in found]
+
+    def get_embeddings(self, ids: Sequence[str]) -> np.ndarray:
+        """Embeddings of these ids, one row per id in the order asked (float32).
+
+        Raises KeyError naming the first id the store does not hold.
+        """
+        found: dict[str, np.ndarray] = {}
+        for batch in _batches(list(ids), self.batch_size):
+            got = self.collection.get(ids=batch, include=["embeddings"])
+            for chunk_id, vector in zip(got["ids"], got["embeddings"]):
+                found[chunk_id] = np.asarray(vector, dtype=np.float32)
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"chunk {missing[0]!r} is not in the index")
+        if not ids:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[i] for i in ids])
+
+    def query(self, embedding: np.ndarray, n: int, where: dict | None = None) -> list[tuple[Chunk, float]]:
+        """The ``n`` nearest chunks to ``embedding`` as (chunk, cosine distance), nearest first."""
+        total = self.count()
+        if total == 0 or n <= 0:
+            return []
+        got = self.collection.query(
+            query_embeddings=[np.asarray(embedding, dtype=np.float32).tolist()],
+            n_results=min(n, total), where=where or None,
+            include=["documents", "metadatas", "distances"])
+        return [(Chunk.from_store(i, doc, meta), float(dist)) for i, doc, meta, dist in zip(
+            got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
+
+    def fingerprint(self) -> str:
+        """Changes whenever the indexed content changes.
+
+        Built from the collection's id (a rebuild makes a new collection), its
+        count, and the content marker the indexer writes after every change
+        (a hash of the complete documents' sha256 and the settings fingerprint).
+        """
+        # Fetch the collection afresh: a long-lived Store (the app caches one) must see a
+        # re-index or a rebuild done by another Store, or its caches would go stale.
+        self.collection = _get_collection(self.client, self.settings.collection)
+        meta = self.collection.metadata or {}
+        key = f"{self.collection.id}|{self.count()}|{meta.get(CONTENT_KEY, '')}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    # ---- writing (the indexer's) ----------------------------------------
+    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray) -> None:
+        if len(chunks) != len(embeddings):
+            raise ValueError(f"{len(chunks)} chunks but {len(embeddings)} embeddings")
+        for start in range(0, len(chunks), self.batch_size):
+            part = chunks[start:start + self.batch_size]
+            self.collection.upsert(
+                ids=[c.chunk_id for c in part], documents=[c.text for c in part],
+                metadatas=[c.metadata() for c in part],
+                embeddings=np.asarray(embeddings[start:start + len(part)], dtype=np.float32))
+
+    def delete_ids(self, ids: Iterable[str]) -> int:
+        ids = list(ids)
+        for batch in _batches(ids, self.batch_size):
+            self.collection.delete(ids=batch)
+        return len(ids)
+
+    def delete_where(self, where: dict) -> int:
+        """Delete every chunk matching ``where``; returns how many there were."""
+        return self.delete_ids(self.ids(where))
+
+    def set_content_marker(self, marker: str) -> None:
+        """Record what the collection now holds, so fingerprint() moves with it."""
+        meta = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
+        meta[CONTENT_KEY] = marker
+        self.collection.modify(metadata=meta)
+
+    def reset(self) -> None:
+        """Drop the collection and start an empty one (for --rebuild)."""
+        try:
+            self.client.delete_collection(self.settings.collection)
+        except Exception:  # not there: nothing to drop
+            pass
+        self.collection = _get_collection(self.client, self.settings.collection)
+
+    # ---- helpers ---------------------------------------------------------
+    def _scan(self, where: dict | None, include: list[str]) -> Iterator[tuple[str, str | None, dict]]:
+        """Page through the collection with limit/offset so no call exceeds the batch cap."""
+        offset = 0
+        while True:
+            got = self.collection.get(where=where or None, include=include,
+                                      limit=self.batch_size, offset=offset)
+            ids = got["ids"]
+            docs = got.get("documents") or [None] * len(ids)
+            metas = got.get("metadatas") or [{}] * len(ids)
+            yield from zip(ids, docs, metas)
+            if len(ids) < self.batch_size:
+                return
+            offset += len(ids)
+
+
+def open_store(settings: Settings) -> Store:
+    """The configured store: HttpClient when settings.chroma_host is set, else embedded."""
+    bootstrap_environment()
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    try:
+        if settings.chroma_host:
+            client = chromadb.HttpClient(host=settings.chroma_host, port=int(settings.chroma_port),
+                                         settings=chroma_settings)
+        else:
+            path = settings.path("index_dir") / "chroma"
+            path.mkdir(parents=True, exist_ok=True)
+            client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+        collection = _get_collection(client, settings.collection)
+    except Exception as exc:
+        where = (f"the Chroma server at {settings.chroma_host}:{settings.chroma_port}"
+                 if settings.chroma_host else f"the index at {settings.path('index_dir')}")
+        raise StoreUnavailable(f"cannot open {where}: {type(exc).__name__}: {exc}") from exc
+    return Store(client, collection, settings)
+
+
+def _get_collection(client, name: str):
+    return client.get_or_create_collection(
+        name=name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+
+
+def _batches(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _reading_order(chunk: Chunk) -> tuple:
+    return (chunk.doc_id, chunk.page, chunk.record_id, chunk.position, chunk.chunk_id)

@@ -1,0 +1,211 @@
+"""Shared fixtures: isolated data directories, the bundled embedder, the demo index.
+
+Fixtures
+--------
+isolated_dirs (autouse, function)
+    Points RAGLOUPE_INDEX_DIR / RAGLOUPE_RUNS_DIR / RAGLOUPE_RAW_DIR /
+    RAGLOUPE_LOGS_DIR at fresh directories under the test's tmp_path, and
+    blanks CHROMA_HOST, so no test ever reads or writes the user's data/ and
+    nothing reaches for a Chroma server by accident. Returns the dict of paths.
+
+settings (function)
+    ``Settings.from_env()`` as seen inside the test, i.e. with the isolated
+    directories above. Build variations with ``settings.replace(...)``.
+
+embedder (session)
+    The bundled all-MiniLM-L6-v2 ``Embedder`` (loaded once per session;
+    ``get_embedder`` caches it per model name, so pipeline code that asks for
+    it gets the same object).
+
+demo_index (session)
+    Settings of an index of the shipped demo corpus (the three Grampian PDFs
+    and natech/guidance.csv), built ONCE per session into a session tmp dir
+    (or copied from pytest's cache when nothing it depends on changed; see
+    the fixture's docstring; ``--cache-clear`` forces a rebuild).
+    Treat it as read-only: a test that adds or deletes documents must build
+    its own small index instead. Its ``index_dir``/``runs_dir``/``raw_dir``
+    are absolute tmp paths; pass the settings explicitly
+    (``search(..., settings=demo_index)``), or use ``demo_env``.
+
+demo_env (function)
+    Sets RAGLOUPE_INDEX_DIR to the demo index (runs and raw stay isolated
+    per test) so code that calls ``get_settings()`` itself — the CLI, the
+    app — sees the demo corpus. Returns ``Settings.from_env()``.
+
+small_corpus (function)
+    A fresh directory with two small sources that index in seconds:
+    ``notes.csv`` (three records with id/title/text) and ``report.pdf`` (a
+    four-page text PDF with a running header and a page footer, written by
+    tests/pdf_factory.py). Tests may modify or delete them. Use
+    ``write_records(path, rows)`` to write more records files.
+
+DEMO_SOURCES
+    The paths the demo index was built from, for tests that need them.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+import pytest
+
+from ragloupe.config import PROJECT_ROOT, Settings, bootstrap_environment
+
+bootstrap_environment()
+
+BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
+DEMO_SOURCES = (BENCHMARKS / "grampian" / "pdf", BENCHMARKS / "natech" / "guidance.csv")
+
+_DIR_VARS = {
+    "index_dir": "RAGLOUPE_INDEX_DIR",
+    "runs_dir": "RAGLOUPE_RUNS_DIR",
+    "raw_dir": "RAGLOUPE_RAW_DIR",
+    "logs_dir": "RAGLOUPE_LOGS_DIR",
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Every test gets its own index, runs, raw and logs directories."""
+    paths = {}
+    for name, var in _DIR_VARS.items():
+        path = tmp_path / "ragloupe" / name.removesuffix("_dir")
+        path.mkdir(parents=True)
+        monkeypatch.setenv(var, str(path))
+        paths[name] = path
+    # An empty value in the environment beats a CHROMA_HOST in a developer's .env.
+    monkeypatch.setenv("CHROMA_HOST", "")
+    return paths
+
+
+@pytest.fixture
+def settings(isolated_dirs: dict[str, Path]) -> Settings:
+    return Settings.from_env()
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from ragloupe.index.embedder import get_embedder
+
+    return get_embedder(Settings.from_env(chroma_host=""))
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config, embedder) -> Settings:
+    """Index the shipped demo corpus once per session; return its Settings.
+
+    Embedding ~1,300 chunks is most of the cost, so a built index is kept in
+    pytest's cache (.pytest_cache, git-ignored) under a key that changes
+    with the demo files, the settings that shape the index, the code of
+    ingest / chunking / index, and the library versions; a later session
+    with the same key copies it instead of re-embedding. A fresh clone, CI,
+    ``--cache-clear`` or ``-p no:cacheprovider`` builds it from scratch.
+    """
+    root = tmp_path_factory.mktemp("demo")
+    demo_settings = Settings.from_env(
+        index_dir=root / "index", runs_dir=root / "runs", raw_dir=root / "raw",
+        logs_dir=root / "logs", chroma_host="")
+    for name in ("runs_dir", "raw_dir", "logs_dir"):
+        demo_settings.path(name).mkdir(parents=True, exist_ok=True)
+    cache = getattr(pytestconfig, "cache", None)
+    cached = cache.mkdir("ragloupe-demo-index") / _demo_key(demo_settings) if cache else None
+    if cached is not None and (cached / "index").is_dir() and _copy_if_sound(cached / "index", demo_settings):
+        return demo_settings
+    _build_demo_index(demo_settings)
+    if cached is not None:
+        _store_in_cache(demo_settings.path("index_dir"), cached)
+    return demo_settings
+
+
+def _build_demo_index(demo_settings: Settings) -> None:
+    from ragloupe.index.pipeline import run_index
+
+    shutil.rmtree(demo_settings.path("index_dir"), ignore_errors=True)
+    summary = run_index(list(DEMO_SOURCES), demo_settings)
+    if summary.errors:
+        raise RuntimeError(f"demo corpus did not index cleanly: {summary.errors}")
+
+
+def _demo_key(demo_settings: Settings) -> str:
+    """What the demo index depends on: inputs, shaping settings, indexing code, libraries."""
+    import chromadb
+    import sentence_transformers
+    import torch
+
+    package = PROJECT_ROOT / "src" / "ragloupe"
+    inputs = sorted(p for root in DEMO_SOURCES for p in ([root] if root.is_file() else root.rglob("*.*")))
+    code = sorted([*(package / "ingest").glob("*.py"), *(package / "index").glob("*.py"),
+                   package / "chunking.py", package / "models.py"])
+    digest = hashlib.sha256()
+    for path in inputs + code:
+        digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    digest.update(demo_settings.index_fingerprint().encode())
+    digest.update(f"{chromadb.__version__}|{sentence_transformers.__version__}|{torch.__version__}".encode())
+    return digest.hexdigest()[:20]
+
+
+def _copy_if_sound(source: Path, demo_settings: Settings) -> bool:
+    """Copy a cached index in and check the store holds exactly what its manifest says."""
+    from ragloupe.index.manifest import Manifest
+    from ragloupe.index.store import open_store
+
+    shutil.copytree(source, demo_settings.path("index_dir"))
+    manifest = Manifest.load(demo_settings)
+    expected = {p.stem for root in DEMO_SOURCES for p in ([root] if root.is_file() else root.glob("*.pdf"))}
+    sound = ({e.doc_id for e in manifest.complete()} == expected and not manifest.pending()
+             and set(open_store(demo_settings).ids()) == manifest.complete_chunk_ids())
+    if not sound:
+        shutil.rmtree(demo_settings.path("index_dir"), ignore_errors=True)
+    return sound
+
+
+def _store_in_cache(index_dir: Path, cached: Path) -> None:
+    """Keep only the newest demo index: write it beside, then swap it in."""
+    for old in cached.parent.iterdir():
+        if old != cached:
+            shutil.rmtree(old, ignore_errors=True)
+    partial = cached.with_name(cached.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(index_dir, partial / "index", ignore=shutil.ignore_patterns(".lock"))
+    shutil.rmtree(cached, ignore_errors=True)
+    partial.rename(cached)
+
+
+@pytest.fixture
+def demo_env(demo_index: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setenv("RAGLOUPE_INDEX_DIR", str(demo_index.path("index_dir")))
+    return Settings.from_env()
+
+
+NOTE_ROWS = (
+    ("n1", "Flood defences", "The river flood defences protect the storage tanks from high water. "
+     "Inspections after each flood check the bunds, the pumps and the anchoring of every tank."),
+    ("n2", "Power supply", "A loss of mains power stops the cooling pumps. Two diesel generators "
+     "start within thirty seconds and carry the cooling load for at least seventy-two hours."),
+    ("n3", "Earthquake bracing", "Pipe racks are braced against ground shaking. Flexible joints "
+     "let the long pipelines move without rupture when the ground shifts during an earthquake."),
+)
+
+
+def write_records(path: Path, rows: Sequence[tuple[str, str, str]]) -> Path:
+    """A records CSV with columns id, title, text."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "title", "text"])
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def small_corpus(tmp_path: Path) -> Path:
+    from pdf_factory import write_report_pdf
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    write_records(root / "notes.csv", NOTE_ROWS)
+    write_report_pdf(root / "report.pdf", n_pages=4)
+    return root
