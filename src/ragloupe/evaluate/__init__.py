@@ -1,1 +1,10 @@
+"""Evaluation: gold sets in, deterministic run reports out, runs compared, misses explained.
 
+- goldset.py   load the three gold-set formats; validate them against the index
+- metrics.py   Hit@k, Recall@k, MRR, nDCG@k, rank survival, where recall stops improving
+- stats.py     bootstrap CIs and the paired randomisation test (scipy.stats)
+- taxonomy.py  failure codes FP1-FP7 and HIT, pure classifiers with evidence
+- audit.py     suspected gold-label errors (the answer is on another page)
+- runs.py      evaluate() -> RunReport JSON under runs_dir; load_run, list_runs
+- compare.py   compare(run_a, run_b): paired deltas, p-values and a plain verdict
+"""

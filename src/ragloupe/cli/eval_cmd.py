@@ -1,0 +1,196 @@
+"""`ragloupe eval`, `ragloupe compare`, `ragloupe runs`: measure retrieval, compare runs, list them.
+
+    ragloupe eval GOLDSET... --mode hybrid --k 1,3,5,10 [--scope doc|all] [--failure-k 1]
+                  [--validate-only] [--answers] [--set NAME=VALUE] [--json]
+    ragloupe compare RUN_A RUN_B [--json]
+    ragloupe runs [--json]
+
+eval indexes nothing: it evaluates what the index holds and writes a run
+report under RAGLOUPE_RUNS_DIR. Gold-set text (questions, answers) is
+printed as plain data.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Sequence
+
+from ragloupe.cli import CommandResult, add_json_flag
+from ragloupe.config import Settings, get_settings
+from ragloupe.errors import RagloupeError
+
+
+class BadOption(RagloupeError):
+    """A command-line option that does not fit."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    ev = sub.add_parser("eval", help="evaluate retrieval on gold sets and write a run report",
+                        description=__doc__.splitlines()[0])
+    ev.add_argument("goldsets", nargs="+", metavar="GOLDSET", help="gold-set JSON files")
+    ev.add_argument("--mode", default=None, help="search mode (default: RAGLOUPE_MODE)")
+    ev.add_argument("--k", default="1,3,5,10", help="cutoffs, comma-separated (default 1,3,5,10)")
+    ev.add_argument("--scope", choices=("doc", "all"), default="doc",
+                    help="doc: each question searches its own document; all: the whole index")
+    ev.add_argument("--failure-k", type=int, default=1, help="cutoff the failure codes are assigned at")
+    ev.add_argument("--validate-only", action="store_true", help="check the gold sets and stop")
+    ev.add_argument("--answers", action="store_true",
+                    help="also generate an answer per question and assign FP4-FP7 (needs an LLM)")
+    ev.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
+                    help="override a setting for this run, e.g. --set page_aggregation=sum")
+    add_json_flag(ev)
+    ev.set_defaults(handler=handle_eval)
+
+    cmp_ = sub.add_parser("compare", help="paired comparison of two evaluation runs")
+    cmp_.add_argument("run_a", help="run id, id prefix or report path (the baseline)")
+    cmp_.add_argument("run_b", help="run id, id prefix or report path (the candidate)")
+    add_json_flag(cmp_)
+    cmp_.set_defaults(handler=handle_compare)
+
+    runs = sub.add_parser("runs", help="list evaluation runs")
+    add_json_flag(runs)
+    runs.set_defaults(handler=handle_runs)
+
+
+def settings_with(overrides: Sequence[str]) -> Settings:
+    settings = get_settings()
+    changes = {}
+    for item in overrides:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise BadOption(f"--set wants NAME=VALUE, got {item!r}")
+        changes[name.strip()] = value.strip()
+    try:
+        return settings.replace(**changes) if changes else settings
+    except (TypeError, ValueError) as exc:
+        raise BadOption(f"--set: {exc}") from None
+
+
+def handle_eval(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.evaluate.goldset import load_goldset
+    from ragloupe.evaluate.runs import evaluate, normalise_ks
+
+    settings = settings_with(args.overrides)
+    ks = normalise_ks(args.k)
+    goldsets, load_errors = [], []
+    for path in args.goldsets:
+        try:
+            goldsets.append(load_goldset(path))
+        except RagloupeError as exc:  # one unreadable gold set does not stop the others
+            load_errors.append(str(exc))
+    if args.validate_only:
+        return _validate(goldsets, load_errors, settings)
+    if not goldsets:
+        raise BadOption("no readable gold set: " + "; ".join(load_errors))
+    report = evaluate(goldsets, mode=args.mode or settings.mode, ks=ks, scope=args.scope,
+                      settings=settings, answers=args.answers, failure_k=args.failure_k)
+    data = {"run_id": report.run_id, "path": str(report.path), "load_errors": load_errors,
+            "metrics": report.data["metrics"]["all"],
+            "metrics_excluding_flagged": report.data["metrics"]["excluding_flagged"],
+            "failures": report.data["failures"]["counts"],
+            "generation": report.data["failures"]["generation"],
+            "recall_sweep": report.data["recall_sweep"], "findings": report.data["findings"],
+            "label_audit": report.data["label_audit"], "timings": report.timings}
+    return CommandResult(data, render_run(report, load_errors))
+
+
+def _validate(goldsets, load_errors: list[str], settings: Settings) -> CommandResult:
+    from ragloupe.evaluate.goldset import all_findings
+    from ragloupe.evaluate.runs import index_snapshot
+
+    doc_ids = sorted({q.doc_id for g in goldsets for q in g.queries})
+    snapshot = index_snapshot(settings, doc_ids) if goldsets else None
+    findings = all_findings(goldsets, snapshot.documents if snapshot else {})
+    lines = [f"{g.name}: {g.format} format, {len(g.queries)} questions" for g in goldsets]
+    lines += [f"cannot load: {e}" for e in load_errors]
+    lines += [f"{f.severity}: {f.message}" for f in findings] or ["no findings"]
+    data = {"goldsets": [{"name": g.name, "format": g.format, "queries": len(g.queries)} for g in goldsets],
+            "load_errors": load_errors, "findings": [f.as_dict() for f in findings]}
+    bad = bool(load_errors or any(f.severity == "error" for f in findings))
+    return CommandResult(data, "\n".join(lines), exit_code=1 if bad else 0)
+
+
+def render_run(report, load_errors: Sequence[str] = ()) -> str:
+    data = report.data
+    ks = data["ks"]
+    lines = [f"run {report.run_id}  mode={data['mode']} scope={data['scope']} "
+             f"questions={data['n_queries']}", f"report: {report.path}"]
+    lines += [f"cannot load: {e}" for e in load_errors]
+    header = ["metric", *[f"@{k}" for k in ks]]
+    lines.append("")
+    lines.append("  ".join(f"{h:>22}" if i else f"{h:<8}" for i, h in enumerate(header)))
+    overall = data["metrics"]["all"]
+    for name in ("hit", "recall", "ndcg"):
+        cells = [_cell(overall[f"{name}@{k}"]) for k in ks]
+        lines.append("  ".join([f"{name:<8}", *[f"{c:>22}" for c in cells]]))
+    lines.append(f"{'mrr':<8}  {_cell(overall['mrr']):>22}   (cut at k={max(ks)})")
+    lines.append("")
+    lines.append(data["recall_sweep"]["text"])
+    flagged = data["label_audit"]["n_flagged"]
+    if flagged:
+        clean = data["metrics"]["excluding_flagged"]
+        lines.append(f"label audit: {flagged} suspected label error(s); excluding them "
+                     f"Hit@1 {clean['hit@1']['mean']:.3f}, MRR {clean['mrr']['mean']:.3f}")
+        for item in data["label_audit"]["flagged"]:
+            lines.append(f"  {item['query_id']}: {item['note']}")
+    counts = data["failures"]["counts"]
+    lines.append(f"failures at k={data['failures']['k']}: " + ", ".join(f"{c} {n}" for c, n in counts.items()))
+    if data["failures"].get("fp2_top_unit_holds_answer"):
+        lines.append(f"  of the FP2 misses, {data['failures']['fp2_top_unit_holds_answer']} ranked first a unit "
+                     "that also holds the gold answer (the figure is repeated elsewhere in the document)")
+    generation = data["failures"]["generation"]
+    lines.append(("answers: " + ", ".join(f"{c} {n}" for c, n in generation["counts"].items()))
+                 if generation["assessed"] else generation["note"])
+    for finding in data["findings"]:
+        lines.append(f"{finding['severity']}: {finding['message']}")
+    return "\n".join(lines)
+
+
+def handle_compare(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.evaluate.compare import compare
+    from ragloupe.evaluate.runs import load_run
+
+    settings = get_settings()
+    result = compare(load_run(args.run_a, settings), load_run(args.run_b, settings))
+    lines = [f"A = {result.run_a}", f"B = {result.run_b}", f"{result.n_paired} paired questions", ""]
+    lines += result.verdicts
+    lines.append("")
+    lines.append(f"{'metric':<10}{'A':>8}{'B':>8}{'B-A':>8}{'p':>9}   95% CI of B-A")
+    for name, m in result.metrics.items():
+        ci = "" if m["ci_low"] is None else f"[{m['ci_low']:+.3f}, {m['ci_high']:+.3f}]"
+        lines.append(f"{name:<10}{m['a']:>8.3f}{m['b']:>8.3f}{m['diff']:>+8.3f}{m['p_value']:>9.4f}   {ci}")
+    lines.append("")
+    lines.append(f"improved {len(result.improved)}, regressed {len(result.regressed)}, "
+                 f"unchanged {len(result.unchanged)} (by the rank of the first relevant unit)")
+    for label, rows in (("improved", result.improved), ("regressed", result.regressed)):
+        for row in rows:
+            lines.append(f"  {label}: {row['query_id']} rank {_rank(row['rank_a'])} -> {_rank(row['rank_b'])}")
+    lines += [f"note: {n}" for n in result.notes]
+    return CommandResult(result.as_dict(), "\n".join(lines))
+
+
+def handle_runs(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.evaluate.runs import list_runs
+
+    rows = list_runs(get_settings())
+    if not rows:
+        return CommandResult([], "no runs yet: `ragloupe eval GOLDSET...` writes one")
+    lines = [f"{'run':<34}{'started':<27}{'queries':>8}{'Hit@1':>8}{'MRR':>8}  gold sets"]
+    for r in rows:
+        lines.append(f"{r['run_id']:<34}{r['started_at']:<27}{r['queries']:>8}"
+                     f"{_num(r['hit@1']):>8}{_num(r['mrr']):>8}  {', '.join(r['goldsets'])}")
+    return CommandResult(rows, "\n".join(lines))
+
+
+def _cell(estimate: dict) -> str:
+    if estimate.get("ci_low") is None:
+        return f"{estimate['mean']:.3f}"
+    return f"{estimate['mean']:.3f} [{estimate['ci_low']:.2f},{estimate['ci_high']:.2f}]"
+
+
+def _rank(rank) -> str:
+    return "—" if rank is None else str(rank)
+
+
+def _num(value) -> str:
+    return "" if value is None else f"{value:.3f}"
