@@ -71,6 +71,7 @@ class Settings:
     # --- chunking ---
     chunk_tokens: int = 256
     chunk_overlap: int = 64
+    chunk_context: bool = False  # embed and BM25-index "<document title> › <section>" before each chunk
 
     # --- vector store ---
     chroma_host: str = ""  # set to use a Chroma server (HttpClient) instead of the embedded store
@@ -190,6 +191,9 @@ class Settings:
                               self.record_title_fields, self.record_section_fields,
                               self.record_page_fields],
         }
+        # Only when on: an index built before the setting existed keeps its fingerprint.
+        if self.chunk_context:
+            shaping["chunk_context"] = True
         return shaping
 
 

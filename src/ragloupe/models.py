@@ -79,6 +79,14 @@ class Chunk:
     record_id: str = ""  # records only
     title: str = ""  # records only
     source_sha256: str = ""
+    # What Settings.chunk_context puts before the text for the engines ("<title> › <section>");
+    # empty when it is off. Never shown as the chunk's text.
+    context: str = ""
+
+    @property
+    def search_text(self) -> str:
+        """The text the embedder and BM25 read: the context line, then the chunk's own text."""
+        return f"{self.context}\n{self.text}" if self.context else self.text
 
     @property
     def unit(self) -> str:
@@ -91,7 +99,7 @@ class Chunk:
             "doc_id": self.doc_id, "page": self.page, "position": self.position,
             "n_tokens": self.n_tokens, "quality": self.quality, "section": self.section,
             "reason": self.reason, "method": self.method, "record_id": self.record_id,
-            "title": self.title, "source_sha256": self.source_sha256,
+            "title": self.title, "source_sha256": self.source_sha256, "context": self.context,
         }
 
     @classmethod
@@ -103,6 +111,7 @@ class Chunk:
             section=str(meta.get("section", "")), reason=str(meta.get("reason", "")),
             method=str(meta.get("method", "")), record_id=str(meta.get("record_id", "")),
             title=str(meta.get("title", "")), source_sha256=str(meta.get("source_sha256", "")),
+            context=str(meta.get("context", "")),
         )
 
 
@@ -113,10 +122,16 @@ def unit_id(doc_id: str, page: int, record_id: str = "") -> str:
 
 @dataclass(frozen=True)
 class EngineScore:
-    """One engine's view of a hit. rank is 1-based; None means the engine did not list it."""
+    """One engine's view of a hit. rank is 1-based; None means the engine did not list it.
+
+    score is the engine's raw score: cosine similarity (1 - distance, in
+    [-1, 1]) for dense, the Okapi BM25 score for bm25. distance is the
+    dense engine's cosine distance as Chroma returned it.
+    """
 
     rank: int | None
     score: float | None
+    distance: float | None = None
 
 
 @dataclass(frozen=True)
@@ -157,3 +172,6 @@ class Ranking:
     rewrite_note: str = ""  # why the rewrite was not used, when it was not
     cut_at: int | None = None  # where a dynamic cut stopped the list, if it did
     filters: dict = field(default_factory=dict)
+    fusion: str = ""  # "rrf" | "minmax" when two engines were fused, "" for one engine
+    reranker: str = ""  # "lexical" | "cross-encoder:<model>" when a reranker ran
+    candidates: int = 0  # length of the fused candidate list the page view was built from

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Callable
 
@@ -65,10 +66,16 @@ def run(handler: Callable[[argparse.Namespace], CommandResult], args: argparse.N
         where = log_exception(exc)
         _fail(args, f"internal error ({type(exc).__name__}: {exc}); details in {where}")
         return 1
-    if getattr(args, "json", False):
-        print(json.dumps(result.data, indent=2, default=str, ensure_ascii=False))
-    else:
-        print(result.text)
+    try:
+        if getattr(args, "json", False):
+            print(json.dumps(result.data, indent=2, default=str, ensure_ascii=False))
+        else:
+            print(result.text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error worth a traceback.
+        # Point stdout at devnull so the interpreter's final flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return result.exit_code
 
 

@@ -181,7 +181,7 @@ def build_index(chunks: Iterable[Chunk], k1: float = 1.5, b: float = 0.75,
     if backend not in BACKENDS:
         raise ValueError(f"unknown BM25 backend {backend!r}; use one of {', '.join(BACKENDS)}")
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
-    corpus = [tokenize(c.text) for c in ordered]
+    corpus = [tokenize(c.search_text) for c in ordered]  # with the context line under chunk_context
     model = _build_model(corpus, k1, b, backend) if ordered else None
     return LexicalIndex(
         chunks=ordered, backend=backend, k1=k1, b=b, model=model,

@@ -1,0 +1,108 @@
+"""The two retrieval engines over the store: dense (Chroma) and BM25 (over Chroma's texts).
+
+Each returns its own ranked candidate list, best first, with the engine's
+raw score; fusion and reranking happen later, in search.py. This module is
+the edge where the store and the in-process BM25 cache are touched.
+
+Scores and their meaning:
+- dense: ``score`` is the cosine similarity, 1 - cosine distance, clipped
+  to [-1, 1] (float rounding in the index can step a hair outside);
+  ``distance`` is Chroma's cosine distance as returned, in [0, 2].
+- bm25: ``score`` is the Okapi BM25 score (>= 0, unbounded, comparable only
+  within one query); chunks scoring 0 are not listed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragloupe.config import Settings
+from ragloupe.index import lexical
+from ragloupe.models import Chunk
+
+ENGINES = ("dense", "bm25")
+
+# How many BM25 indexes to keep in memory: one per (store, content, k1, b,
+# backend). Two lets a k1/b sweep alternate without rebuilding every call.
+_LEXICAL_CACHE_SIZE = 2
+_lexical_cache: OrderedDict[tuple, lexical.LexicalIndex] = OrderedDict()
+_lexical_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class EngineHit:
+    chunk: Chunk
+    score: float  # see the module docstring for each engine's meaning
+    distance: float | None = None  # dense only
+
+
+def chroma_where(filters: dict | None) -> dict | None:
+    """Turn search filters into a Chroma ``where`` clause (None: no filter).
+
+    filters: {"doc_ids": [...], "pages": (lo, hi), "quality": [...]}; any may be absent.
+    """
+    if not filters:
+        return None
+    clauses: list[dict] = []
+    doc_ids = list(filters.get("doc_ids") or [])
+    if doc_ids:
+        clauses.append({"doc_id": {"$in": doc_ids}})
+    if filters.get("pages"):
+        lo, hi = filters["pages"]
+        if lo is not None:
+            clauses.append({"page": {"$gte": int(lo)}})
+        if hi is not None:
+            clauses.append({"page": {"$lte": int(hi)}})
+    quality = list(filters.get("quality") or [])
+    if quality:
+        clauses.append({"quality": {"$in": quality}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def cosine_similarity(distance: float) -> float:
+    """1 - cosine distance, clipped to the similarity's range [-1, 1]."""
+    return float(np.clip(1.0 - distance, -1.0, 1.0))
+
+
+def dense_search(store, embedding: np.ndarray, n: int, filters: dict | None = None) -> list[EngineHit]:
+    """The n chunks nearest to the query embedding, within the filters."""
+    return [EngineHit(chunk, cosine_similarity(distance), float(distance))
+            for chunk, distance in store.query(embedding, n, where=chroma_where(filters))]
+
+
+def lexical_index(store, settings: Settings) -> lexical.LexicalIndex:
+    """The BM25 index over every chunk the store holds, rebuilt when its fingerprint changes.
+
+    Keyed by where the store is, its content fingerprint and the BM25
+    settings, so changing k1, b or the backend never returns a stale index.
+    """
+    key = (settings.chroma_host, settings.chroma_port, str(settings.path("index_dir")),
+           settings.collection, store.fingerprint(),
+           float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend)
+    with _lexical_lock:
+        cached = _lexical_cache.get(key)
+        if cached is not None:
+            _lexical_cache.move_to_end(key)
+            return cached
+    # Built outside the lock: a second thread may build the same index once more,
+    # which costs time but never correctness.
+    built = lexical.build_index(store.all_chunks(), k1=settings.bm25_k1, b=settings.bm25_b,
+                                backend=settings.bm25_backend)
+    with _lexical_lock:
+        _lexical_cache[key] = built
+        _lexical_cache.move_to_end(key)
+        while len(_lexical_cache) > _LEXICAL_CACHE_SIZE:
+            _lexical_cache.popitem(last=False)
+    return built
+
+
+def bm25_search(index: lexical.LexicalIndex, query: str, n: int,
+                filters: dict | None = None) -> list[EngineHit]:
+    """The n best BM25 chunks for the query; filters apply before ranking."""
+    return [EngineHit(chunk, score) for chunk, score in lexical.search(index, query, n, filters)]
