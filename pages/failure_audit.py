@@ -3,11 +3,13 @@
 import pandas as pd
 import streamlit as st
 
-from ragloupe.ui.cache import current_settings
+from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
+from ragloupe.ui.cache import current_settings, get_embedder, get_store
 from ragloupe.ui.charts import failure_chart
 from ragloupe.ui.guard import inside_navigation, page_errors
 from ragloupe.ui.tables import failed_query_rows, retrieved_rows
 from ragloupe.ui.text import md_escape
+from ragloupe.ui.widgets import evaluate_with_progress
 
 inside_navigation()
 st.title("Failure audit")
@@ -20,8 +22,17 @@ with page_errors():
     settings = current_settings()
     past = list_runs(settings)
     if not past:
-        st.info("No evaluation run yet: run one on the Evaluation page (or `ragloupe eval`).")
-        st.stop()
+        st.info("No evaluation run yet. Evaluate every shipped gold set here in the default mode "
+                "(about a minute on 2 cores), or pick gold sets and modes on the Evaluation page "
+                "(or `ragloupe eval`).")
+        if not st.button("Evaluate the gold sets now", type="primary", key="evaluate_now"):
+            st.stop()
+        goldsets, problems = load_goldsets(find_goldsets(settings))
+        for problem in problems:
+            st.error(problem)
+        evaluate_with_progress(goldsets, [settings.mode], [1, 3, 5, 10], "doc", settings,
+                               store=get_store(settings), embedder=get_embedder(settings))
+        past = list_runs(settings)
     run_id = st.selectbox("Run", [row["run_id"] for row in past], key="run")
     run = load_run(run_id, settings)
     failures = run.data["failures"]

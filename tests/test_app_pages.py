@@ -20,6 +20,7 @@ from ragloupe.ui.sources import sanitise_filename, save_upload
 from ragloupe.ui.text import highlight_html, query_terms
 
 PAGES = PROJECT_ROOT / "pages"
+BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
 GRAMPIAN_GOLD = PROJECT_ROOT / "data/benchmarks/grampian/eval/Grampian-2021-2022.eval.json"
 TIMEOUT = 300
 
@@ -383,6 +384,29 @@ def test_failure_audit_page_shows_the_runs_codes(app_env):
     first = misses[0]
     assert any(t.value == f"Question: {first['question']}" for t in app.text)
     assert any(t.value == f"Evidence: {first['failure']['evidence']}" for t in app.text)
+
+
+def test_failure_audit_page_without_runs_evaluates_the_gold_sets_on_request(app_env, tmp_path,
+                                                                           monkeypatch):
+    import shutil
+
+    from ragloupe.evaluate.runs import list_runs
+
+    natech = tmp_path / "benchmarks" / "natech"
+    natech.mkdir(parents=True)
+    shutil.copy(BENCHMARKS / "natech" / "guidance.gold.json", natech)
+    monkeypatch.setenv("RAGLOUPE_BENCHMARKS_DIR", str(tmp_path / "benchmarks"))
+    settings = Settings.from_env()
+    assert list_runs(settings) == []
+    app = run_page("failure_audit")
+    assert any("No evaluation run yet" in i.value for i in app.info)
+    button(app, "Evaluate the gold sets now").click()
+    app.run()
+    assert_clean(app)
+    runs = list_runs(settings)
+    assert len(runs) == 1 and runs[0]["mode"] == settings.mode
+    figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert sum(figure["data"][0]["y"]) == 19  # every question of the natech gold set has a code
 
 
 def _scripted_llm(answer_text: str):
