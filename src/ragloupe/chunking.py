@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ragloupe.config import Settings
@@ -186,7 +186,30 @@ def chunk_document(doc: SourceDoc, tokenizer, settings: Settings,
                 reason=page.reason, method=page.method,
                 record_id=page.record_id or "", title=page.title or "",
                 source_sha256=doc.sha256))
+    if settings.chunk_context:
+        chunks = [replace(c, context=context_line(document_title(doc), c.section)) for c in chunks]
     return chunks
+
+
+def document_title(doc: SourceDoc) -> str:
+    """The document's name for the context line: the PDF's title metadata, else its doc_id."""
+    return (doc.title or "").strip() or doc.doc_id
+
+
+def context_line(title: str, section: str) -> str:
+    """"NHS Grampian Annual Accounts › PERFORMANCE REPORT": what chunk_context puts before a chunk.
+
+    A chunk cut from the middle of a page often never names what it is about
+    (the report, the section); the line gives the embedder and BM25 that
+    context. The chunk's text itself is left as it is, so it is still found
+    verbatim in its page. The line is not counted in chunk_tokens: the model
+    truncates the embedded text's tail by the line's length (the next chunk's
+    overlap holds that tail).
+    """
+    parts = [part for part in (title.strip(), section.strip()) if part]
+    if len(parts) == 2 and parts[0].lower() == parts[1].lower():
+        parts = parts[:1]  # a record titled like its file
+    return " › ".join(parts)
 
 
 def running_sections(pages: Sequence[Page]) -> dict[int, str]:

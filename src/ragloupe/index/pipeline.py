@@ -297,7 +297,7 @@ def _index_document(doc: SourceDoc, manifest: Manifest, store: Store, embedder, 
     chunks = chunk_document(doc, embedder.tokenizer, settings, embedder.max_seq_length)
     timings["chunk"] += time.perf_counter() - mark
     mark = time.perf_counter()
-    embeddings = _embed(embedder, [c.text for c in chunks], progress, step, str(doc.path))
+    embeddings = _embed(embedder, [c.search_text for c in chunks], progress, step, str(doc.path))
     timings["embed"] += time.perf_counter() - mark
 
     if progress:
