@@ -7,7 +7,9 @@ Generation in isolation: the context is the gold page(s) of each question
 cannot be blamed. The first --n number-type questions of the Grampian gold
 sets, taken round-robin across the three reports, are answered with the
 embedded backend. Reported: the share of answers with at least one
-citation, with a resolved citation, saying the context lacks the answer,
+citation, with a resolved citation, with a citation chosen by constrained
+decoding (the base model writes none itself; see generate/answer.py; with a
+single gold passage that choice is trivially passage 1), saying the context lacks the answer,
 the groundedness screen's verdicts, the share whose text holds the gold
 figure (ragloupe.numbers.match_answer), and seconds per answer (with the
 load average beside it: on a shared machine it moves).
@@ -67,6 +69,7 @@ def main() -> None:
         rows.append({
             "query_id": query["query_id"], "expected": query["expected_answer"], "answer": result.text,
             "citations": len(result.citations), "resolved": len(result.citations) - len(result.unresolved_citations),
+            "citation_method": result.citation_method, "support_scores": list(result.support_scores),
             "not_in_context": result.not_in_context, "screen": screen_answer(result).verdict,
             "gold_figure": match_answer(query["expected_answer"], result.text, "number").status,
         })
@@ -77,6 +80,8 @@ def main() -> None:
         "answers": n,
         "with_citation": round(sum(r["citations"] > 0 for r in rows) / n, 4),
         "with_resolved_citation": round(sum(r["resolved"] > 0 for r in rows) / n, 4),
+        "cited_by_constrained_decoding": round(sum(r["citation_method"] == "constrained decoding"
+                                                   for r in rows) / n, 4),
         "says_not_in_context": round(sum(r["not_in_context"] for r in rows) / n, 4),
         "gold_figure_found": round(sum(r["gold_figure"] == "found" for r in rows) / n, 4),
         "screen": dict(sorted(Counter(r["screen"] for r in rows).items())),

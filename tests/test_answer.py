@@ -15,7 +15,9 @@ import pytest
 
 from llm_server import FakeLlmServer, chat_reply, prompt_of
 from ragloupe.errors import LlmUnavailable
-from ragloupe.generate.answer import answer, context_token_counter, select_context
+from ragloupe.generate.answer import (CONSTRAINED, GENERATED, answer, confident_choice,
+                                      context_token_counter, select_context, with_citation)
+from ragloupe.generate.llm import LlmClient
 from ragloupe.generate.prompt import NOT_IN_CONTEXT
 from ragloupe.models import Chunk, Hit, Ranking
 
@@ -161,3 +163,72 @@ def test_citation_evidence_highlights_the_backing_text(settings, count_tokens):
     assert first.span.method == "fuzzy"
     assert text[first.span.start:first.span.end].startswith("The Board is reporting an underspend of £0.769m")
     assert second.span.method == "token" and text[second.span.start:second.span.end] == "£1m"
+
+
+class ChoosingClient(LlmClient):
+    """A client that answers ``reply`` and, like the embedded one, scores options (with fixed scores)."""
+
+    backend, model = "fake", "chooser"
+
+    def __init__(self, settings, reply: str, scores: list[float]):
+        super().__init__(settings)
+        self.reply, self.scores, self.asked = reply, scores, []
+
+    def generate(self, prompt, system=None, *, max_tokens=None, json_mode=False, timeout_s=None):
+        return self.reply
+
+    def choose(self, prompt, options, system=None):
+        self.asked.append((prompt, options))
+        return max(range(len(self.scores)), key=self.scores.__getitem__), self.scores
+
+    def available(self):
+        return True, "fake"
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_uncited_answer_gets_the_passage_chosen_by_constrained_decoding(settings):
+    client = ChoosingClient(settings, "The limit was £1,278,771.", scores=[-3.0, -0.5])
+    result = answer(QUESTION, ranking_of(page_chunk(28), page_chunk(29)), settings, client=client,
+                    count_tokens=words)
+    prompt, options = client.asked[0]
+    assert options == ["1]", "2]"]
+    assert prompt.endswith("Answer: The limit was £1,278,771.\nThis answer is supported by passage [")
+    assert result.text == "The limit was £1,278,771. [2]"
+    assert result.cited_units == ("Grampian-2020-2021#p29",)
+    assert result.citation_method == CONSTRAINED and result.support_scores == (-3.0, -0.5)
+
+
+def test_answer_citing_itself_is_not_given_a_chosen_citation(settings):
+    client = ChoosingClient(settings, "The limit was £1,278,771 [1].", scores=[-3.0, -0.5])
+    result = answer(QUESTION, ranking_of(page_chunk(28), page_chunk(29)), settings, client=client,
+                    count_tokens=words)
+    assert client.asked == [] and result.citation_method == GENERATED
+    assert result.cited_units == ("Grampian-2020-2021#p28",)
+
+
+def test_near_tie_between_passages_cites_nothing(settings):
+    client = ChoosingClient(settings, "The limit was £1,278,771.", scores=[-1.0, -1.05])
+    result = answer(QUESTION, ranking_of(page_chunk(28), page_chunk(29)), settings, client=client,
+                    count_tokens=words)
+    assert result.citations == () and result.citation_method == ""
+    assert result.support_scores == (-1.0, -1.05)
+
+
+def test_refusal_is_not_given_a_chosen_citation(settings):
+    client = ChoosingClient(settings, NOT_IN_CONTEXT, scores=[-0.1])
+    result = answer(QUESTION, ranking_of(page_chunk(28)), settings, client=client, count_tokens=words)
+    assert client.asked == [] and result.citations == ()
+
+
+def test_confident_choice_needs_a_margin_over_the_runner_up():
+    assert confident_choice([-2.0, -0.5, -1.0], margin=0.1) == 1
+    assert confident_choice([-1.0, -1.05], margin=0.1) is None
+    assert confident_choice([-4.0], margin=0.1) == 0
+    assert confident_choice([], margin=0.1) is None
+
+
+def test_chosen_citation_is_appended_to_the_last_sentence():
+    assert with_citation("It was £1m. ", 2) == "It was £1m. [2]"

@@ -4,20 +4,28 @@ The first run converts the GGUF (~1 min) into the models directory from the
 settings (data/models/, git-ignored; RAGLOUPE_MODELS_DIR moves it), so a
 machine, and CI, pays the conversion once; later runs load the cached
 weights. Deselect locally with ``-m 'not embedded_llm'``.
+
+The base model never writes "[n]" itself; its citation is chosen by
+constrained decoding (answer.py), which these tests run on the real model too.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
 from ragloupe.config import Settings
 from ragloupe.generate import embedded
-from ragloupe.generate.answer import answer
+from ragloupe.generate.answer import CONSTRAINED, answer
 from ragloupe.generate.groundedness import screen_answer
 from ragloupe.generate.llm import get_client
 from ragloupe.models import Chunk, Hit, Ranking
 
 pytestmark = pytest.mark.embedded_llm
+
+GRAMPIAN = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "grampian"
 
 PASSAGE = ("Grampian Health Board achieved all three financial targets. The Core Revenue Resource "
            "Limit was £1,278,771 thousand and the actual outturn was £1,278,002 thousand.")
@@ -39,6 +47,42 @@ def test_embedded_backend_answers_from_passages_on_cpu(settings):
     # The conversion is cached with its completion marker, so the next start skips it.
     ok, reason = get_client(settings).available()
     assert ok and "converted" in reason and "not yet" not in reason
+
+
+def gold_question(query_id: str) -> tuple[str, list[Chunk]]:
+    """A benchmark question and its gold pages (first 1,500 characters each), as in answer_embedded.py."""
+    for path in sorted((GRAMPIAN / "eval").glob("*.eval.json")):
+        goldset = json.loads(path.read_text(encoding="utf-8"))
+        query = next((q for q in goldset["queries"] if q["query_id"] == query_id), None)
+        if query is None:
+            continue
+        doc_id = goldset["_meta"]["doc_id"]
+        with open(GRAMPIAN / "pages" / f"{doc_id}.jsonl", encoding="utf-8") as lines:
+            pages = {r["page"]: r["text"] for r in map(json.loads, lines)}
+        return query["question"], [Chunk(f"{doc_id}-{p}", doc_id, p, 0, pages[p][:1500], 0, "clean")
+                                   for p in query["expected_pages"]]
+    raise LookupError(query_id)
+
+
+def test_embedded_answer_comes_back_cited_by_constrained_decoding(settings):
+    settings = settings.replace(llm_backend="embedded", llm_max_tokens=24, llm_timeout_s=300)
+    question, chunks = gold_question("Q_2021_FIN_01")
+    ranking = Ranking(question, "gold", tuple(Hit(c, i, 1.0) for i, c in enumerate(chunks, start=1)))
+    result = answer(question, ranking, settings, count_tokens=lambda text: len(text) // 4)
+    passage_units = {p.unit for p in result.passages}
+    assert result.citations and all(c.unit in passage_units for c in result.citations)
+    assert set(result.cited_units) <= passage_units and result.cited_units
+    assert result.citation_method == CONSTRAINED
+    assert len(result.support_scores) == len(result.passages) and "choose" in result.timings
+    screen = screen_answer(result)
+    assert screen.verdict in {"NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "UNVERIFIABLE"}
+    assert screen.n_sentences >= 1
+
+
+def test_choose_scores_every_option_and_returns_the_most_likely(settings):
+    settings = settings.replace(llm_backend="embedded")
+    index, scores = get_client(settings).choose("The capital of France is", [" Paris", " banana"])
+    assert index == 0 and len(scores) == 2 and scores[0] > scores[1]
 
 
 def test_half_written_conversion_is_not_trusted(tmp_path):

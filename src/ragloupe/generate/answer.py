@@ -6,6 +6,15 @@ asks the LLM with the prompt of prompt.py, and parses the citations out of
 the reply. The Answer keeps everything needed to audit it afterwards: the
 exact passages the model saw, which chunks were cut and why, the model and
 the timings.
+
+When the reply cites nothing and the client can score continuations (the
+embedded backend's ``choose``), the citation is chosen by constrained
+decoding: the same model reads its answer followed by "This answer is
+supported by passage [" and every passage number is scored by its
+log-likelihood. The most likely number is appended to the answer as "[n]"
+only if it beats every other by CHOICE_MARGIN_NATS; the Answer says so in
+``citation_method`` and keeps the scores in ``support_scores``, so nobody
+mistakes a chosen citation for one the model wrote.
 """
 
 from __future__ import annotations
@@ -19,7 +28,8 @@ from ragloupe.config import Settings, get_settings
 from ragloupe.errors import LlmUnavailable
 from ragloupe.generate.citations import Citation, cited_units, parse_citations
 from ragloupe.generate.llm import NO_LLM_HINT, LlmClient, get_client
-from ragloupe.generate.prompt import NOT_IN_CONTEXT, SYSTEM, build_prompt, format_passage, passage_label
+from ragloupe.generate.prompt import (NOT_IN_CONTEXT, SYSTEM, build_prompt, format_passage, passage_label,
+                                      passage_options, support_prompt)
 from ragloupe.models import Chunk, Hit, Ranking
 
 TokenCounter = Callable[[str], int]
@@ -30,6 +40,14 @@ _NOT_IN_CONTEXT = re.compile(
     r"(?:documents?|passages?|context)\s+(?:provided\s+)?(?:do|does)\s*(?:not|n't)\s+(?:contain|include|mention|say)"
     r"|\bnot (?:in|contained in) the (?:provided )?(?:documents?|passages?|context)",
     re.IGNORECASE)
+
+# How far (in nats of log-likelihood) the chosen passage number must beat the
+# runner-up; a near tie is no evidence for either, so nothing is cited.
+CHOICE_MARGIN_NATS = 0.1
+
+# Answer.citation_method values.
+GENERATED = "generated"  # the model wrote the citations in its reply
+CONSTRAINED = "constrained decoding"  # chosen afterwards by scoring passage numbers
 
 
 @dataclass(frozen=True)
@@ -71,7 +89,9 @@ class Answer:
     context_tokens: int
     budget_tokens: int
     mode: str = ""
-    timings: dict[str, float] = field(default_factory=dict)  # seconds: context, generate, parse
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: context, generate, parse, choose
+    citation_method: str = ""  # GENERATED, CONSTRAINED, or "" when nothing is cited
+    support_scores: tuple[float, ...] = ()  # constrained decoding: log-likelihood of passage 1, 2, ...
 
     @property
     def unresolved_citations(self) -> tuple[Citation, ...]:
@@ -146,14 +166,49 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
     timings["generate"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    citations = parse_citations(text, [p.chunk for p in passages])
+    chunks = [p.chunk for p in passages]
+    citations = parse_citations(text, chunks)
     timings["parse"] = time.perf_counter() - started
+    method = GENERATED if citations else ""
+    scores: tuple[float, ...] = ()
+    not_in_context = says_not_in_context(text)
+    choose = getattr(client, "choose", None)
+    if not citations and not not_in_context and callable(choose):
+        started = time.perf_counter()
+        _, all_scores = choose(support_prompt(prompt, text), passage_options(len(passages)), system=SYSTEM)
+        scores = tuple(round(score, 4) for score in all_scores)
+        chosen = confident_choice(all_scores, CHOICE_MARGIN_NATS)
+        if chosen is not None:
+            text = with_citation(text, chosen + 1)
+            citations = parse_citations(text, chunks)
+            method = CONSTRAINED
+        timings["choose"] = time.perf_counter() - started
     return Answer(
         query=query, text=text, citations=tuple(citations),
         cited_units=tuple(cited_units(citations)), passages=tuple(passages), cut=tuple(cut),
-        model=client.label, not_in_context=says_not_in_context(text),
+        model=client.label, not_in_context=not_in_context,
         context_tokens=sum(p.n_tokens for p in passages),
-        budget_tokens=settings.context_budget_tokens, mode=ranking.mode, timings=timings)
+        budget_tokens=settings.context_budget_tokens, mode=ranking.mode, timings=timings,
+        citation_method=method, support_scores=scores)
+
+
+def confident_choice(scores: Sequence[float], margin: float) -> int | None:
+    """Index of the highest score if it beats every other by more than ``margin``, else None.
+
+    A single option is taken as it is: there is nothing to beat.
+    """
+    if not scores:
+        return None
+    best = max(range(len(scores)), key=lambda i: scores[i])
+    runner_up = max((s for i, s in enumerate(scores) if i != best), default=None)
+    if runner_up is not None and scores[best] - runner_up <= margin:
+        return None
+    return best
+
+
+def with_citation(text: str, number: int) -> str:
+    """``text`` with "[number]" appended; after the last full stop it still belongs to the last sentence."""
+    return f"{text.rstrip()} [{number}]"
 
 
 def context_token_counter(settings: Settings) -> TokenCounter:

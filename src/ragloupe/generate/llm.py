@@ -313,6 +313,17 @@ class EmbeddedClient(LlmClient):
                                  max_time_s=self._timeout(timeout_s))
         return _non_empty(text, "the embedded model")
 
+    def choose(self, prompt: str, options: list[str], system: str | None = None) -> tuple[int, list[float]]:
+        """(index of the most likely of ``options`` after ``prompt``, log-likelihood of each).
+
+        Constrained decoding with the same model: nothing is generated, each
+        option is scored as the continuation (see embedded.choose). Only this
+        client has it; answer.py uses it to pick a citation the model did not write.
+        """
+        from ragloupe.generate import embedded
+
+        return embedded.choose(self.settings, _messages(prompt, system), options)
+
     def available(self) -> tuple[bool, str]:
         from ragloupe.generate import embedded
 

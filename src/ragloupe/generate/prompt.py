@@ -6,6 +6,10 @@ context is asked a second question. Passages are numbered [1], [2], ... and
 each is labelled with its (document, page) or (record id, title): the model
 cites the number, which small models manage far better than free-form
 references, and ragloupe maps each number back to its unit.
+
+A model that answers without citing (the embedded base Gemma) is asked
+afterwards, by constrained decoding, which passage supports its answer:
+support_prompt() is the document it scores the passage numbers after.
 """
 
 from __future__ import annotations
@@ -64,3 +68,19 @@ def build_prompt(question: str, chunks: list[Chunk]) -> str:
     return (f"{EXAMPLE}Passages:\n\n{context}\n\n"
             f"Question: {question.strip()}\n"
             "Answer:")
+
+
+# The answer followed by this is what the passage numbers are scored after
+# (see answer.choose_citation); the "[" makes a passage number the only
+# sensible next token.
+SUPPORT_QUESTION = "\nThis answer is supported by passage ["
+
+
+def support_prompt(prompt: str, answer_text: str) -> str:
+    """The answer prompt completed with ``answer_text``, then the support question."""
+    return f"{prompt} {answer_text.strip()}{SUPPORT_QUESTION}"
+
+
+def passage_options(n_passages: int) -> list[str]:
+    """The continuations scored for the support question: '1]', '2]', ... (the ']' ends '1' against '12')."""
+    return [f"{number}]" for number in range(1, n_passages + 1)]
