@@ -50,6 +50,10 @@ def test_different_figures_do_not_match():
     assert not same_quantity(_one("£1,278,771 (£000)"), _one("1,278,002"))
 
 
+def test_figures_differing_in_their_last_digit_do_not_match():
+    assert not same_quantity(_one("£1,278,773 (£000)"), _one("1,278,771"))
+
+
 def test_percent_never_matches_a_plain_number():
     assert not same_quantity(_one("71.8%"), _one("71.8"))
 

@@ -117,7 +117,8 @@ def same_quantity(a: Quantity, b: Quantity) -> bool:
 
     Percentages only match percentages. Otherwise any reading of one (as
     written or scaled) equal to any reading of the other is a match, after
-    rounding to six significant digits so 0.769 * 1e6 equals 769 * 1e3.
+    rounding away float noise so 0.769 * 1e6 equals 769 * 1e3, while
+    1,278,773 stays different from 1,278,771.
     """
     if a.percent != b.percent:
         return False
@@ -214,10 +215,12 @@ def match_answer(expected: str, text: str, answer_type: str = "text",
 
 
 def _canonical(value: float) -> float:
-    """Round to six significant digits so scaled readings compare equal."""
+    """Round to twelve significant digits: enough to absorb the float noise of
+    scaling (0.769 * 1e6), far too few to merge two figures that differ in
+    their last written digit, as the six digits used at first did."""
     if value == 0:
         return 0.0
-    digits = 6 - int(math.floor(math.log10(abs(value)))) - 1
+    digits = 12 - int(math.floor(math.log10(abs(value)))) - 1
     return round(value, digits)
 
 
