@@ -260,10 +260,7 @@ def _same_as_written(claim: Quantity, other: Quantity, facts: _PassageFacts) -> 
     if (claim.currency or claim.scale != 1.0) and not (other.currency or other.scale != 1.0) \
             and not other.distinctive:
         return False
-    # same_quantity compares at six significant digits, which is too coarse for
-    # seven-digit accounts (£1,278,773 would equal 1,278,771): confirm exactly.
-    return same_quantity(claim, other) and any(
-        _close(a, b, 0.0) for a in (claim.value, claim.scaled) for b in (other.value, other.scaled))
+    return same_quantity(claim, other)
 
 
 def _same_in_thousands(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bool:
