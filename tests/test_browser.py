@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from local_servers import free_port, wait_until_ready
 
 from ragloupe.config import PROJECT_ROOT
 
@@ -36,26 +36,6 @@ UPLOADED_RECORDS = (
     "and the test certificates are kept with the permit to work records for ten years.\"\n")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().decode().strip() == "ok":
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"streamlit did not become healthy within {timeout_s:.0f} s")
-
-
 @pytest.fixture(scope="module")
 def app_server(demo_index, tmp_path_factory):
     """A streamlit server over a private copy of the demo index; yields (url, dirs)."""
@@ -67,7 +47,7 @@ def app_server(demo_index, tmp_path_factory):
                     ignore=shutil.ignore_patterns(".lock"))
     for name in ("raw", "runs", "logs"):
         dirs[name].mkdir()
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, RAGLOUPE_INDEX_DIR=str(dirs["index"]), RAGLOUPE_RAW_DIR=str(dirs["raw"]),
                RAGLOUPE_RUNS_DIR=str(dirs["runs"]), RAGLOUPE_LOGS_DIR=str(dirs["logs"]),
                CHROMA_HOST="", RAGLOUPE_LLM_BACKEND="none", RAGLOUPE_PROJECTION_METHOD="pca",
@@ -80,7 +60,8 @@ def app_server(demo_index, tmp_path_factory):
         cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process)
+        wait_until_ready(f"{url}/_stcore/health", process, timeout_s=90,
+                         ready=lambda body, status: body.strip() == "ok")
         yield url, dirs
     finally:
         process.terminate()

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from local_servers import free_port, wait_until_ready
 from test_index_incremental import assert_consistent
 
 from ragloupe.config import Settings
@@ -19,24 +17,6 @@ from ragloupe.index.store import open_store
 CHROMA = Path(sys.executable).with_name("chroma")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_heartbeat(port: int, server: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"chroma run exited with {server.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"no heartbeat from chroma run on port {port} after {timeout} s")
 
 
 @pytest.fixture
@@ -47,7 +27,7 @@ def chroma_server(tmp_path: Path):
                                "--host", "127.0.0.1", "--port", str(port)],
                               stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_for_heartbeat(port, server)
+        wait_until_ready(f"http://127.0.0.1:{port}/api/v2/heartbeat", server, timeout_s=60)
         yield port
     finally:
         server.terminate()

@@ -1,0 +1,33 @@
+"""Helpers for tests that start a real server on loopback (streamlit, chroma run)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import urllib.request
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_ready(url: str, process: subprocess.Popen, timeout_s: float,
+                     ready=lambda body, status: status == 200) -> None:
+    """Poll ``url`` until ``ready(body, status)``; fail at once if ``process`` exits."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args[0] if isinstance(process.args, list) else process.args} "
+                               f"exited with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if ready(response.read().decode(), response.status):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} not ready after {timeout_s} s")
