@@ -217,3 +217,61 @@ def _bytes_io(data: bytes):
     import io
 
     return io.BytesIO(data)
+
+
+def write_shared_forms_pdf(path: Path, n_forms: int = 40, n_pages: int = 3,
+                           image: bool = False, text: bool = True) -> Path:
+    """A text PDF whose pages share one resource dictionary listing ``n_forms``
+    form XObjects, each form's resources being that same dictionary, as some
+    report generators write them. Walking the forms without remembering the
+    visited ones costs n_forms ** depth; text extraction never opens them,
+    since no content stream draws them. ``image``: the last form also holds
+    an 8x8 image, so every page draws an image through the shared forms.
+    ``text=False``: the pages draw no text (a scan whose image sits in the forms)."""
+    from pypdf.generic import (ArrayObject, DecodedStreamObject, DictionaryObject,
+                               NameObject, NumberObject)
+
+    source = build_pdf([{"content": text_content(body_lines(n)) if text else b""}
+                        for n in range(1, n_pages + 1)])
+    writer = PdfWriter(clone_from=PdfReader(_bytes_io(source)))
+    shared = DictionaryObject()
+    shared_ref = writer._add_object(shared)
+    xobjects = DictionaryObject()
+    for number in range(n_forms):
+        form = DecodedStreamObject()
+        form.set_data(b"")
+        form.update({NameObject("/Type"): NameObject("/XObject"),
+                     NameObject("/Subtype"): NameObject("/Form"),
+                     NameObject("/BBox"): ArrayObject([NumberObject(0)] * 2 + [NumberObject(1)] * 2),
+                     NameObject("/Resources"): shared_ref})
+        xobjects[NameObject(f"/Fm{number}")] = writer._add_object(form)
+    if image:
+        picture = DecodedStreamObject()
+        picture.set_data(bytes(range(0, 256, 4)))
+        picture.update({NameObject("/Type"): NameObject("/XObject"),
+                        NameObject("/Subtype"): NameObject("/Image"),
+                        NameObject("/Width"): NumberObject(8), NameObject("/Height"): NumberObject(8),
+                        NameObject("/ColorSpace"): NameObject("/DeviceGray"),
+                        NameObject("/BitsPerComponent"): NumberObject(8)})
+        last = xobjects[NameObject(f"/Fm{n_forms - 1}")].get_object()
+        last[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/XObject"): DictionaryObject({NameObject("/Img"): writer._add_object(picture)})})
+    shared[NameObject("/XObject")] = xobjects
+    for page in writer.pages:
+        page[NameObject("/Resources")][NameObject("/XObject")] = xobjects
+    with open(path, "wb") as handle:
+        writer.write(handle)
+    return path
+
+
+def write_slow_pdf(path: Path, n_pages: int = 60, megabytes: int = 5) -> Path:
+    """Many pages like ``write_hungry_pdf``'s, each ``megabytes`` MB of
+    whitespace before its text: pypdf works on it for a long time (about a
+    second per 10 MB on a laptop) while its memory stays small."""
+    padding = zlib.compressobj(9)
+    chunks = [padding.compress(b" " * (1 << 20)) for _ in range(megabytes)]
+    chunks.append(padding.compress(b"BT /F1 10 Tf 50 800 Td (slow text) Tj ET"))
+    chunks.append(padding.flush())
+    page = {"content": b"".join(chunks), "compressed": True}
+    path.write_bytes(build_pdf([page] * n_pages))
+    return path

@@ -55,28 +55,62 @@ def one_line(exc: BaseException) -> str:
 
 # --------------------------------------------------------------- in the child
 
-def _draws_image(resources, depth: int = 0) -> bool:
-    """True when these resources hold an image XObject, directly or inside a
-    form XObject (scanners often wrap the page image in a form)."""
-    if resources is None or depth > 3:
+# A bound on the resource and form objects one document's image check opens:
+# past it, the check gives up (the answer is only an OCR hint), so a PDF with
+# thousands of forms cannot cost more than pypdf's own extraction.
+_MAX_IMAGE_CHECK_OBJECTS = 5000
+
+
+class _ImageCheck:
+    """Does a page draw an image, directly or inside (nested) form XObjects?
+
+    One instance per document. Forms are often shared: every page, and every
+    form, may list the same dictionary of forms. Walking them afresh costs
+    forms ** depth, so each form's answer is remembered (by object number)
+    and the walk opens at most ``_MAX_IMAGE_CHECK_OBJECTS`` objects in all.
+    A form reached again while it is being walked (a cycle, invalid in a PDF)
+    counts as drawing no image.
+    """
+
+    def __init__(self, budget: int = _MAX_IMAGE_CHECK_OBJECTS):
+        self.budget = budget
+        self.known: dict[tuple[int, int], bool] = {}
+
+    def page(self, page) -> bool:
+        return self._resources(page.get("/Resources"))
+
+    def _resources(self, resources) -> bool:
+        if resources is None or self.budget <= 0:
+            return False
+        resources = resources.get_object()
+        xobjects = resources.get("/XObject") if hasattr(resources, "get") else None
+        if xobjects is None:
+            return False
+        for ref in xobjects.get_object().values():
+            if self._xobject(ref):
+                return True
         return False
-    resources = resources.get_object()
-    xobjects = resources.get("/XObject") if hasattr(resources, "get") else None
-    if xobjects is None:
-        return False
-    for ref in xobjects.get_object().values():
+
+    def _xobject(self, ref) -> bool:
+        key = (ref.idnum, ref.generation) if hasattr(ref, "idnum") else None
+        if key in self.known:
+            return self.known[key]
+        self.budget -= 1
+        if self.budget < 0:
+            return False
+        if key is not None:
+            self.known[key] = False  # while it is walked: a cycle ends here
         obj = ref.get_object()
         subtype = obj.get("/Subtype")
-        if subtype == "/Image":
-            return True
-        if subtype == "/Form" and _draws_image(obj.get("/Resources"), depth + 1):
-            return True
-    return False
+        found = subtype == "/Image" or (subtype == "/Form" and self._resources(obj.get("/Resources")))
+        if key is not None:
+            self.known[key] = found
+        return found
 
 
-def _page_has_images(page) -> bool:
+def _page_has_images(page, check: _ImageCheck | None = None) -> bool:
     """True when the page draws an image (a scan, a figure)."""
-    return _draws_image(page.get("/Resources"))
+    return (check or _ImageCheck()).page(page)
 
 
 def extract_raw(path: Path) -> RawPdf:
@@ -117,6 +151,7 @@ def extract_raw(path: Path) -> RawPdf:
         raise CorruptPdf("the PDF has no pages")
 
     pages = []
+    image_check = _ImageCheck()
     for number in range(1, count + 1):
         try:
             page = reader.pages[number - 1]
@@ -127,7 +162,7 @@ def extract_raw(path: Path) -> RawPdf:
             pages.append(RawPage(number, "", False, error=one_line(exc)))
             continue
         try:
-            has_images = _page_has_images(page)
+            has_images = _page_has_images(page, image_check)
         except Exception:  # a broken resource dictionary only costs the OCR hint
             has_images = False
         pages.append(RawPage(number, text, has_images))

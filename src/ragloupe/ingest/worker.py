@@ -11,6 +11,9 @@ threads, and multiprocessing's spawn would re-run the caller's main script).
   it and exits, so the next file starts a fresh child with its full budget.
 - Time: the parent waits at most ``timeout_s`` for each answer, then kills
   the child; the next file starts a fresh one.
+- Parent death: the child watches its parent (``_watch_parent``) and exits
+  within about a second of it dying, even in the middle of a file, so that a
+  killed indexer leaves no orphan chewing on a PDF.
 - Cost: a child's start-up (Python and the pypdf import, about 0.2 s) is paid
   once per batch, not once per file.
 
@@ -53,6 +56,39 @@ class WorkerDied(Exception):
 
 # --------------------------------------------------------------- in the child
 
+# How often the child checks that its parent is still alive, in seconds.
+_WATCH_INTERVAL_S = 0.5
+
+
+def _parent_gone(parent_pid: int, stdin_fd: int) -> bool:
+    """True when the process that started this child has ended: the child was
+    re-parented (to init or a subreaper), or the write end of its stdin pipe
+    closed (POLLHUP), which the parent's death also causes."""
+    if os.getppid() != parent_pid:
+        return True
+    if hasattr(selectors, "PollSelector"):
+        import select
+
+        poller = select.poll()
+        poller.register(stdin_fd, select.POLLHUP)
+        return any(event & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                   for _, event in poller.poll(0))
+    return False
+
+
+def _watch_parent(parent_pid: int, stdin_fd: int) -> None:
+    """Exit this process at once when the parent is gone.
+
+    A thread, not PR_SET_PDEATHSIG: that signal fires when the *thread* that
+    started the child ends, and the app starts it from short-lived script
+    threads. The thread gets the interpreter lock between pypdf's bytecodes,
+    so it also ends a child that is busy extracting.
+    """
+    while not _parent_gone(parent_pid, stdin_fd):
+        time.sleep(_WATCH_INTERVAL_S)
+    os._exit(0)
+
+
 def serve() -> None:
     """Child main loop: read a path per line, answer one JSON line per path."""
     import logging
@@ -61,6 +97,9 @@ def serve() -> None:
     from ragloupe.ingest.pdf import extract_message
 
     memory_mb = int(sys.argv[1])
+    parent_pid = int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid()
+    threading.Thread(target=_watch_parent, args=(parent_pid, sys.stdin.fileno()),
+                     name="watch-parent", daemon=True).start()
     if memory_mb > 0 and resource is not None:
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         try:
@@ -96,7 +135,7 @@ class ExtractionWorker:
         self._stderr = tempfile.TemporaryFile()
         self._buffer = b""
         self._child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD_CODE, str(self.memory_mb)],
+            [sys.executable, "-c", _CHILD_CODE, str(self.memory_mb), str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             close_fds=True)
         return self._child
