@@ -85,3 +85,56 @@ def test_worker_dies_with_an_indexer_killed_while_it_extracts(tmp_path, settings
             indexer.wait(30)
         if worker is not None and not _gone(worker):
             worker.kill()
+
+
+XFA_PLACEHOLDER = [
+    "Please wait...",
+    "If this message is not eventually replaced by the proper contents of the document, your PDF",
+    "viewer may not be able to display this type of document.",
+    "You can upgrade to the latest version of Adobe Reader for Windows\u00ae, Mac, or Linux\u00ae by",
+    "visiting http://www.adobe.com/go/reader_download.",
+    "For more assistance with Adobe Reader visit http://www.adobe.com/go/acrreader.",
+]
+
+
+def test_xfa_viewer_placeholder_is_rejected_as_an_xfa_form(tmp_path, settings):
+    path = pf.write_text_pdf(tmp_path / "form.pdf", [XFA_PLACEHOLDER])
+
+    doc = load_source(path, settings)
+
+    assert [(p.quality, p.reason) for p in doc.pages] == [
+        ("rejected", "XFA form: content not in the text layer")]
+
+
+def test_text_layer_of_glyph_names_is_rejected_with_that_reason(tmp_path, settings):
+    glyphs = ["".join(f"/g{(line * 31 + i * 7) % 200 + 3}" for i in range(14)) for line in range(12)]
+    path = pf.write_text_pdf(tmp_path / "glyphs.pdf", [glyphs, pf.body_lines(2)])
+
+    doc = load_source(path, settings)
+
+    first, second = doc.pages
+    assert first.quality == "rejected"
+    assert first.reason.startswith("100% of the text is glyph names, not characters (/g3/g10/g17")
+    assert second.quality == "clean"
+
+
+def test_page_of_web_addresses_is_not_taken_for_glyph_names(tmp_path, settings):
+    links = [f"https://www.nhsgrampian.org/about-us/board/papers/{year}/minutes-{year}.pdf"
+             for year in range(2010, 2022)]
+    path = pf.write_text_pdf(tmp_path / "links.pdf", [links])
+
+    doc = load_source(path, settings)
+
+    assert doc.pages[0].quality in ("clean", "degraded")
+
+
+def test_page_whose_only_text_was_a_running_header_says_so(tmp_path, settings):
+    pages = [["ACME WATER ANNUAL REPORT 2023", *pf.body_lines(n), f"Page {n}"] for n in range(1, 6)]
+    pages[2] = ["ACME WATER ANNUAL REPORT 2023", "Page 3"]  # a page left blank but for its header
+    path = pf.write_text_pdf(tmp_path / "report.pdf", pages)
+
+    doc = load_source(path, settings)
+
+    assert (doc.pages[2].quality, doc.pages[2].reason) == (
+        "empty", "only running header/footer lines, which were stripped")
+    assert doc.pages[2].stripped

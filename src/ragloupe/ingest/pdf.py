@@ -259,7 +259,8 @@ def build_pages(doc_id: str, raw: RawPdf,
                               f"extraction failed: {raw_page.error}"))
             continue
         body = strip_running_lines(text, keys, settings.boilerplate_edge_lines)
-        graded = assess_page(body.text, settings, has_images=raw_page.has_images)
+        graded = assess_page(body.text, settings, has_images=raw_page.has_images,
+                             stripped=bool(body.stripped))
         pages.append(Page(doc_id, raw_page.page, body.text, METHOD, graded.quality,
                           graded.reason, stripped=body.stripped))
     return tuple(pages), running.display()

@@ -5,11 +5,15 @@ already stripped) as
 
 - ``empty``: fewer than ``quality_min_chars`` non-space characters. The
   reason says "no text layer: needs OCR" when the page carries an image (a
-  scan), otherwise how little text there was.
-- ``rejected``: text is there but unreadable: at least
+  scan), that its only text was running header/footer lines when those were
+  stripped from it, otherwise how little text there was.
+- ``rejected``: text is there but is not the page's content: at least
   ``quality_reject_garbage`` of its characters are glyphs with no Unicode
   meaning (private-use code points, U+FFFD, control characters), as when a
-  font has no usable character map.
+  font has no usable character map; or that share of it is glyph names
+  ("/g18/g152", "(cid:12)") written in place of the characters; or it is
+  the "Please wait..." placeholder a viewer shows for an XFA form, whose
+  content is not in the text layer at all.
 - ``degraded``: indexable but damaged; each problem found adds a reason:
   more than ``quality_max_nonalpha`` non-alphabetic characters (tables,
   numbers; a page of numbers only is kept, since numbers are searchable),
@@ -70,6 +74,21 @@ _LIGATURE_GLYPHS = re.compile("[\ufb00-\ufb06]")
 _MIN_HYPHEN_SPLITS = 3
 
 
+# Glyph names written out instead of characters, as some PDF producers and
+# extractors do for fonts without a character map: "/g18", "/gid00012",
+# "/uni0041", "/C0_12", pdfminer's "(cid:12)". A name must carry digits, so
+# paths and URLs ("/about/board") are not taken for glyph names.
+_GLYPH_NAME = re.compile(r"/(?:[A-Za-z]{1,6}\d+(?:_\d+)?|uni[0-9A-Fa-f]{4,6})(?=[/\s(]|$)"
+                         r"|\(cid:\d+\)")
+# The text XFA forms carry for viewers that cannot render them; the form's
+# real content lives in XML, not in the text layer.
+_XFA_PLACEHOLDER = re.compile(
+    r"if\s+this\s+message\s+is\s+not\s+eventually\s+replaced\s+by\s+the\s+proper\s+contents",
+    re.IGNORECASE)
+XFA_REASON = "XFA form: content not in the text layer"
+RUNNING_LINES_REASON = "only running header/footer lines, which were stripped"
+
+
 class PageQuality(NamedTuple):
     quality: str  # clean | degraded | empty | rejected
     reason: str
@@ -111,15 +130,37 @@ def ligature_hyphenation_damage(text: str) -> int:
     return ligatures + (hyphens if hyphens >= _MIN_HYPHEN_SPLITS else 0)
 
 
-def assess_page(text: str, settings: Settings, has_images: bool = False) -> PageQuality:
-    """Grade one page's text; see the module docstring for the rules."""
+def glyph_name_share(text: str) -> tuple[float, list[str]]:
+    """Share of the text's non-space characters that are glyph names, and the first few."""
+    names = _GLYPH_NAME.findall(text)
+    total = sum(1 for c in text if not c.isspace())
+    if not names or not total:
+        return 0.0, []
+    return sum(len(name) for name in names) / total, names[:3]
+
+
+def assess_page(text: str, settings: Settings, has_images: bool = False,
+                stripped: bool = False) -> PageQuality:
+    """Grade one page's text; see the module docstring for the rules.
+
+    ``stripped``: running header/footer lines were removed from this page's
+    text, so a page left without text says that rather than "no text".
+    """
     chars = [c for c in text if not c.isspace()]
     if len(chars) < settings.quality_min_chars:
         if has_images:
             return PageQuality("empty", "no text layer: needs OCR")
+        if stripped and not chars:
+            return PageQuality("empty", RUNNING_LINES_REASON)
         if not chars:
             return PageQuality("empty", "no text on the page")
         return PageQuality("empty", f"only {len(chars)} characters of text")
+    if _XFA_PLACEHOLDER.search(text):
+        return PageQuality("rejected", XFA_REASON)
+    names_share, names = glyph_name_share(text)
+    if names_share >= settings.quality_reject_garbage:
+        return PageQuality("rejected", f"{names_share:.0%} of the text is glyph names, not "
+                                       f"characters ({''.join(names)}...)")
 
     letters = sum(1 for c in chars if c.isalpha())
     nonalpha_share = 1 - letters / len(chars)
