@@ -6,7 +6,7 @@ pages/ that reads widgets, calls into ragloupe and lays out the result.
 
 from pathlib import Path
 
-from ragloupe.config import bootstrap_environment
+from ragloupe.config import bootstrap_environment, setting_warnings
 
 bootstrap_environment()
 
@@ -37,4 +37,6 @@ for position, (section, file, title, icon) in enumerate(PAGES):
         default=position == 0))
 navigation = st.navigation(sections)
 st.sidebar.caption("ragloupe · a loupe on retrieval-augmented generation")
+for line in setting_warnings():  # a misspelt RAGLOUPE_* name would otherwise be silently ignored
+    st.sidebar.warning(line)
 navigation.run()

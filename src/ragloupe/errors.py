@@ -58,3 +58,9 @@ class GoldSetInvalid(RagloupeError):
 
 class RunNotFound(RagloupeError):
     pass
+
+
+class SettingsInvalid(RagloupeError, ValueError):
+    """A setting (environment, .env or override) has a value that cannot be used.
+
+    Also a ValueError, so callers that wrapped bad --set values keep working."""

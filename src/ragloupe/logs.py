@@ -6,11 +6,17 @@ import logging
 import traceback
 from pathlib import Path
 
-from ragloupe.config import get_settings
+from ragloupe.config import PROJECT_ROOT, get_settings
+from ragloupe.errors import SettingsInvalid
 
 
 def log_path() -> Path:
-    path = get_settings().path("logs_dir") / "ragloupe.log"
+    """RAGLOUPE_LOGS_DIR/ragloupe.log; logs/ragloupe.log when the settings themselves are
+    invalid, so logging an error can never raise one of its own."""
+    try:
+        path = get_settings().path("logs_dir") / "ragloupe.log"
+    except SettingsInvalid:
+        path = PROJECT_ROOT / "logs" / "ragloupe.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -53,8 +53,19 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
+def check_settings() -> None:
+    """Validate every setting once, before any command runs (a bad one raises
+    SettingsInvalid, one line), and warn about RAGLOUPE_* names that are no setting."""
+    from ragloupe.config import get_settings, setting_warnings
+
+    get_settings()
+    for line in setting_warnings():
+        print(f"ragloupe: warning: {line}", file=sys.stderr)
+
+
 def run(handler: Callable[[argparse.Namespace], CommandResult], args: argparse.Namespace) -> int:
     try:
+        check_settings()
         result = handler(args)
     except RagloupeError as exc:
         _fail(args, str(exc))
