@@ -104,6 +104,14 @@ class Settings:
     page_aggregation: str = "max"  # max | sum | rrf
     dynamic_cut: str = "none"  # none | margin | threshold
     dynamic_cut_value: float = 0.0
+    # Query analysis (retrieve/query_analysis.py): fiscal periods, amounts and codes the question
+    # names; BM25 is also asked for their written variants ("2020/21" -> "2020/2021").
+    query_analysis: bool = False
+    # Preference for chunks whose document's own fiscal period is the one the question names
+    # (added to the min-max normalised score; 0 = off). Needs query_analysis; nothing changes
+    # when the question names no period; with two periods the latest is the target.
+    period_boost: float = 0.0
+    fiscal_year_start_month: int = 4  # 4: April-March years, so "March 2022" is in 2021/22
 
     # --- LLM (answers, query rewriting) ---
     llm_backend: str = "ollama"  # ollama | openai | embedded | none

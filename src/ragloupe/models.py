@@ -144,6 +144,11 @@ class Hit:
     rerank_score: float | None = None
     rerank_change: int | None = None  # positive: moved up by that many places
     margin: float | None = None  # score minus the next hit's score; None for the last
+    # Query analysis (when on): the fiscal period the hit's document reports on, learned from its
+    # text, and how it matches the question's (1 same, 0.5 another period the question names, 0 no;
+    # None when the question names no period).
+    doc_period: str = ""
+    period_match: float | None = None
 
 
 @dataclass(frozen=True)
@@ -175,3 +180,4 @@ class Ranking:
     fusion: str = ""  # "rrf" | "minmax" when two engines were fused, "" for one engine
     reranker: str = ""  # "lexical" | "cross-encoder:<model>" when a reranker ran
     candidates: int = 0  # length of the fused candidate list the page view was built from
+    query_analysis: dict = field(default_factory=dict)  # what query analysis read, when it ran

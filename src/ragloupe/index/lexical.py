@@ -206,16 +206,17 @@ def _build_model(corpus: list[list[str]], k1: float, b: float, backend: str) -> 
     return BM25Okapi(corpus, k1=k1, b=b, epsilon=0.0)
 
 
-def search(index: LexicalIndex, query: str, n: int,
-           filters: dict | None = None) -> list[tuple[Chunk, float]]:
+def search(index: LexicalIndex, query: str, n: int, filters: dict | None = None,
+           extra_tokens: Sequence[str] = ()) -> list[tuple[Chunk, float]]:
     """The n best chunks for the query, best first, with their BM25 scores.
 
     Filters are applied to the whole corpus before ranking, so a scoped
     query gets its own top n, not the survivors of a global top n. Chunks
     sharing no term with the query (score 0) are not listed: BM25 did not
-    find them, and listing them would invent ranks.
+    find them, and listing them would invent ranks. ``extra_tokens`` are
+    index tokens added to the query's own (query analysis's variants).
     """
-    scores = index.scores(tokenize(query))
+    scores = index.scores(tokenize(query) + list(extra_tokens))
     eligible = scores > 0
     keep = index.mask(filters)
     if keep is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -103,6 +104,7 @@ def lexical_index(store, settings: Settings) -> lexical.LexicalIndex:
 
 
 def bm25_search(index: lexical.LexicalIndex, query: str, n: int,
-                filters: dict | None = None) -> list[EngineHit]:
-    """The n best BM25 chunks for the query; filters apply before ranking."""
-    return [EngineHit(chunk, score) for chunk, score in lexical.search(index, query, n, filters)]
+                filters: dict | None = None, extra_tokens: Sequence[str] = ()) -> list[EngineHit]:
+    """The n best BM25 chunks for the query (plus ``extra_tokens``); filters apply before ranking."""
+    return [EngineHit(chunk, score)
+            for chunk, score in lexical.search(index, query, n, filters, extra_tokens)]

@@ -7,9 +7,12 @@ score, the reranker's score and the places it moved), so a person can see
 why the right chunk lost. Timings are kept per stage, in seconds: setup
 (opening the store, loading the embedding model on first use), rewrite,
 query_embedding (near 0 when this process embedded the same text recently:
-query vectors are cached), dense, bm25_index (the cached BM25 index,
-rebuilt when the store changed), bm25, fusion, rerank, aggregate (cut and
-page view) and total.
+query vectors are cached), query_analysis (fiscal periods, amounts and
+codes the question names, and their BM25 variants, when
+Settings.query_analysis is on), dense, bm25_index (the cached BM25 index,
+rebuilt when the store changed), bm25, fusion, rerank, period (each hit's
+document period, and Settings.period_boost's preference for the question's
+period), aggregate (cut and page view) and total.
 
 Modes name the engines and the optional stages: ``dense``, ``bm25``,
 ``hybrid`` (dense + bm25, fused), ``+rerank`` (cross-encoder when
@@ -34,7 +37,7 @@ from ragloupe.config import Settings, get_settings
 from ragloupe.errors import RagloupeError
 from ragloupe.index import lexical
 from ragloupe.models import EngineScore, Hit, Ranking
-from ragloupe.retrieve import aggregate, cut, engines, fusion, rerank
+from ragloupe.retrieve import aggregate, cut, doc_periods, engines, fusion, query_analysis, rerank
 from ragloupe.retrieve.rewrite import rewrite_query
 
 BASES = {"dense": ("dense",), "bm25": ("bm25",), "hybrid": ("dense", "bm25")}
@@ -127,6 +130,11 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
         with _timed(timings, "rewrite"):
             rewrite = rewrite_query(query, settings)
         search_text = rewrite.search_text
+    analysis, expansion = None, []
+    if settings.query_analysis:
+        with _timed(timings, "query_analysis"):
+            analysis = query_analysis.analyze(query, settings.fiscal_year_start_month)
+            expansion = query_analysis.bm25_expansion(analysis)
 
     if store is None:
         from ragloupe.index.store import open_store
@@ -150,7 +158,7 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
         with _timed(timings, "bm25_index"):
             index = engines.lexical_index(store, settings)
         with _timed(timings, "bm25"):
-            lists["bm25"] = engines.bm25_search(index, search_text, window, filters)
+            lists["bm25"] = engines.bm25_search(index, search_text, window, filters, expansion)
 
     if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
         raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: "
@@ -161,6 +169,10 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
     if plan.rerank or settings.lexical_rerank:
         with _timed(timings, "rerank"):
             candidates, reranker = _rerank(plan, search_text, candidates, settings)
+    if analysis is not None:
+        with _timed(timings, "period"):
+            candidates = _prefer_period(analysis, candidates, doc_periods.document_periods(store, settings),
+                                        settings.period_boost)
     with _timed(timings, "aggregate"):
         hits = _finish(candidates)
         cut_at = cut.cut_position([h.score for h in hits], settings.dynamic_cut,
@@ -174,7 +186,8 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
         rewrite_used=bool(rewrite and rewrite.used),
         rewrite_note=rewrite.note if rewrite else "",
         cut_at=cut_at, filters=filters, fusion=fused_by, reranker=reranker,
-        candidates=len(candidates))
+        candidates=len(candidates),
+        query_analysis={**analysis.summary(), "bm25_expansion": expansion} if analysis else {})
 
 
 # Query vectors of recent questions: an evaluation sweep asks the same 150
@@ -223,6 +236,8 @@ class _Candidate:
     fused_score: float | None = None
     rerank_score: float | None = None
     rerank_change: int | None = None
+    doc_period: str = ""
+    period_match: float | None = None
 
 
 def _fuse(plan: ModePlan, lists: dict[str, list[engines.EngineHit]],
@@ -282,6 +297,21 @@ def _rerank(plan: ModePlan, query: str, candidates: list[_Candidate],
     return reordered + tail, name
 
 
+def _prefer_period(analysis: query_analysis.QueryAnalysis, candidates: list[_Candidate],
+                   periods: dict[str, query_analysis.DocumentPeriod], boost: float) -> list[_Candidate]:
+    """Note each candidate's document period and, with a boost, move the question's period up."""
+    found = [periods.get(c.hit.chunk.doc_id) for c in candidates]
+    scores, matches = query_analysis.prefer_period(
+        analysis, [p.period if p else None for p in found], [c.score for c in candidates], boost)
+    named = analysis.target_period is not None
+    for candidate, period, score, match in zip(candidates, found, scores, matches):
+        candidate.doc_period = period.period.label if period and period.period else ""
+        candidate.period_match = match if named else None
+        candidate.score = score
+    # A stable sort: equal scores keep the order fusion and reranking gave them.
+    return sorted(candidates, key=lambda c: -c.score)
+
+
 def _finish(candidates: list[_Candidate]) -> list[Hit]:
     """Final ranks and margins (score minus the next candidate's score)."""
     hits = []
@@ -291,6 +321,7 @@ def _finish(candidates: list[_Candidate]) -> list[Hit]:
             chunk=candidate.hit.chunk, rank=position + 1, score=float(candidate.score),
             per_engine=candidate.per_engine, fused_score=candidate.fused_score,
             rerank_score=candidate.rerank_score, rerank_change=candidate.rerank_change,
+            doc_period=candidate.doc_period, period_match=candidate.period_match,
             margin=float(candidate.score - following.score) if following else None))
     return hits
 
