@@ -21,6 +21,7 @@ class Reply:
     status: int = 200
     delay_s: float = 0.0  # sleep before sending anything
     trickle_s: float = 0.0  # sleep between single bytes of the body
+    head_trickle_s: float = 0.0  # sleep between single bytes of the status line and headers
 
 
 def ollama_chat(content: str, model: str = "fake-model") -> Reply:
@@ -77,6 +78,9 @@ class FakeLlmServer:
             def _send(self, reply: Reply):
                 try:
                     time.sleep(reply.delay_s)
+                    if reply.head_trickle_s:
+                        self._trickle_head(reply)
+                        return
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(reply.body)))
@@ -90,6 +94,17 @@ class FakeLlmServer:
                         self.wfile.write(reply.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up, which is what timeout tests want
+
+            def _trickle_head(self, reply: Reply):
+                """Status line and headers a byte at a time, then the body at once."""
+                head = (f"HTTP/1.1 {reply.status} OK\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(reply.body)}\r\n\r\n").encode()
+                for i in range(len(head)):
+                    self.wfile.write(head[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(reply.head_trickle_s)
+                self.wfile.write(reply.body)
+                self.close_connection = True
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
