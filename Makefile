@@ -9,7 +9,16 @@ export ANONYMIZED_TELEMETRY := False
 
 DEMO_SOURCES := data/benchmarks/grampian/pdf data/benchmarks/natech/guidance.csv
 
-.PHONY: install run index test bench clean-index
+.PHONY: install run index test bench clean-index ocr-engine
+
+# OCR of scanned pages uses Debian's tesseract-ocr (English model included); installed with
+# apt when missing and possible (root or sudo), else ragloupe says "needs OCR" for scans.
+ocr-engine:
+	@command -v tesseract >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  ($$SUDO apt-get update -q >/dev/null && \
+	   DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q tesseract-ocr >/dev/null) || \
+	  echo "warning: could not install tesseract-ocr; scanned pages will not be OCR'd" >&2; }
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +27,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) ocr-engine
 
 index: install
 	$(VENV)/bin/ragloupe index --if-empty $(DEMO_SOURCES)

@@ -63,7 +63,14 @@ def build_pdf(pages: Sequence[dict], title: str | None = None) -> bytes:
             font = add(f"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica "
                        f"/Encoding /WinAnsiEncoding /ToUnicode {to_unicode} 0 R >>".encode())
         resources = f"/Font << /F1 {font} 0 R >>".encode()
-        if spec.get("image"):
+        if isinstance(spec.get("image"), tuple):  # (width, height, 8-bit grey pixels): a real scan
+            width, height, grey = spec["image"]
+            packed = zlib.compress(grey)
+            image = add(f"<< /Type /XObject /Subtype /Image /Width {width} /Height {height} "
+                        f"/ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode "
+                        f"/Length {len(packed)} >>\nstream\n".encode() + packed + b"\nendstream")
+            resources += f" /XObject << /Im1 {image} 0 R >>".encode()
+        elif spec.get("image"):
             pixels = bytes(range(0, 256, 4))
             image = add(b"<< /Type /XObject /Subtype /Image /Width 8 /Height 8 "
                         b"/ColorSpace /DeviceGray /BitsPerComponent 8 /Length "
@@ -77,6 +84,8 @@ def build_pdf(pages: Sequence[dict], title: str | None = None) -> bytes:
         data = spec.get("content", b"")
         if spec.get("compressed"):  # already FlateDecode-compressed by the caller
             header = f"<< /Length {len(data)} /Filter /FlateDecode >>".encode()
+        elif spec.get("filter"):  # already encoded by the caller with this filter
+            header = f"<< /Length {len(data)} /Filter {spec['filter']} >>".encode()
         else:
             header = f"<< /Length {len(data)} >>".encode()
         content = add(header + b"\nstream\n" + data + b"\nendstream")
@@ -275,3 +284,122 @@ def write_slow_pdf(path: Path, n_pages: int = 60, megabytes: int = 5) -> Path:
     page = {"content": b"".join(chunks), "compressed": True}
     path.write_bytes(build_pdf([page] * n_pages))
     return path
+def write_abbreviated_filter_pdf(path: Path, filter_name: str = "/A85", n_pages: int = 2) -> Path:
+    """A text PDF whose page 1 content stream is encoded with ASCII85 or ASCIIHex under the
+    abbreviated filter name (/A85, /AHx) that the PDF spec defines for inline images and
+    some generators also write on streams. pypdf 7 refuses the names (DeprecationError);
+    pdfminer reads them."""
+    import base64
+
+    pages = []
+    for n in range(1, n_pages + 1):
+        content = text_content(body_lines(n))
+        if n == 1:
+            encoded = (base64.a85encode(content) + b"~>" if filter_name == "/A85"
+                       else content.hex().encode() + b">")
+            pages.append({"content": encoded, "filter": filter_name})
+        else:
+            pages.append({"content": content})
+    path.write_bytes(build_pdf(pages))
+    return path
+
+
+def render_grey(pdf_bytes: bytes, dpi: int = 200, page: int = 0) -> tuple[int, int, bytes]:
+    """Page ``page`` of a PDF rendered by PDFium: (width, height, 8-bit grey pixels)."""
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(pdf_bytes)
+    try:
+        image = document[page].render(scale=dpi / 72, grayscale=True).to_pil().convert("L")
+    finally:
+        document.close()
+    return image.width, image.height, image.tobytes()
+
+
+def write_text_scan_pdf(path: Path, pages: Sequence[Sequence[str]], dpi: int = 200,
+                        size: int = 14) -> Path:
+    """A 'scan' of text: each page is only an image of ``pages[i]``'s lines (rendered from
+    a text PDF), with no text layer, as a scanner writes it."""
+    specs = []
+    for lines in pages:
+        picture = render_grey(build_pdf([{"content": text_content(lines, size)}]), dpi)
+        specs.append({"content": b"q 595 0 0 842 0 0 cm /Im1 Do Q", "image": picture})
+    path.write_bytes(build_pdf(specs))
+    return path
+
+
+def _cell_ops(x: float, y: float, text: str, size: int) -> bytes:
+    return b"BT /F1 %d Tf %.1f %.1f Td (" % (size, x, y) + _escape(text) + b") Tj ET"
+
+
+def table_content(columns: Sequence[float], header_rows: Sequence[Sequence[str]],
+                  rows: Sequence[Sequence[str]], top: float, ruled: bool = False,
+                  above: Sequence[str] = (), below: Sequence[str] = (), size: int = 9,
+                  row_height: float = 15) -> bytes:
+    """A content stream: prose lines ``above``, a table, prose lines ``below``.
+
+    ``columns`` are the cells' left x positions; a header cell "" right of a filled
+    one is spanned by it (a merged header: no rule between them). ``ruled``: every
+    cell is boxed with lines, as in a ruled table; otherwise only the words' alignment
+    makes the columns, as in most financial statements.
+    """
+    ops, y = [], top
+    for line in above:
+        ops.append(_cell_ops(50, y, line, 10))
+        y -= 14
+    y -= 6
+    right = columns[-1] + (columns[-1] - columns[-2] if len(columns) > 1 else 100)
+    grid = list(header_rows) + list(rows)
+    edges = [y + row_height - 4 - i * row_height for i in range(len(grid) + 1)]
+    for i, cells in enumerate(grid):
+        for x, cell in zip(columns, cells):
+            if cell:
+                ops.append(_cell_ops(x + 2, y, cell, size))
+        if ruled:
+            spanned = i < len(header_rows)
+            for j, x in enumerate(list(columns) + [right]):
+                inner = 0 < j < len(columns)
+                if spanned and inner and not cells[j] and cells[j - 1 if j else 0]:
+                    continue  # merged header cell: no rule inside it
+                ops.append(b"%.1f %.1f m %.1f %.1f l S" % (x, edges[i], x, edges[i + 1]))
+        y -= row_height
+    if ruled:
+        for edge in edges:
+            ops.append(b"%.1f %.1f m %.1f %.1f l S" % (columns[0], edge, right, edge))
+    y -= 10
+    for line in below:
+        ops.append(_cell_ops(50, y, line, 10))
+        y -= 14
+    return b"0.5 w\n" + b"\n".join(ops)
+
+
+def write_table_pdf(path: Path, pages: Sequence[dict]) -> Path:
+    """One page per dict of ``table_content`` keyword arguments."""
+    path.write_bytes(build_pdf([{"content": table_content(**page)} for page in pages]))
+    return path
+
+
+
+STATEMENT_COLUMNS = (50, 250, 330, 410, 490)
+STATEMENT_HEADER = (("", "Group", "", "Board", ""),
+                    ("Statutory target", "2023", "2022", "2023", "2022"),
+                    ("", "£'000", "£'000", "£'000", "£'000"))
+# The one header row the three stacked ones should become.
+STATEMENT_HEADER_JOINED = ("Statutory target", "Group 2023 £'000", "Group 2022 £'000",
+                           "Board 2023 £'000", "Board 2022 £'000")
+STATEMENT_ROWS = (("Core revenue resource limit", "1,559,285", "1,440,632", "1,278,771", "1,100,200"),
+                  ("Saving/(excess)", "(1,234)", "769", "(12)", "-"),
+                  ("Non-core revenue", "32,340", "30,000", "12,000", "11,500"),
+                  ("Total", "1,590,391", "1,471,401", "1,290,759", "1,111,700"))
+STATEMENT_ABOVE = ("The board met its three financial targets for the year, as the table below",
+                   "shows in thousands of pounds. Table 4: Statutory financial targets")
+STATEMENT_BELOW = ("Figures in brackets are overspends. The board expects to break even again",
+                   "and will report on its savings plan in the next annual report.")
+
+
+def statement_page(ruled: bool, rows=STATEMENT_ROWS, header=STATEMENT_HEADER,
+                   above=STATEMENT_ABOVE, below=STATEMENT_BELOW) -> dict:
+    """``write_table_pdf`` arguments for a financial statement page: prose, a table with a
+    merged three-row header, bracketed negatives and £'000 columns, then prose."""
+    return dict(columns=STATEMENT_COLUMNS, header_rows=header, rows=rows, top=780,
+                ruled=ruled, above=above, below=below)

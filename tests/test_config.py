@@ -96,10 +96,12 @@ def test_each_choice_list_is_the_one_its_module_implements():
     from ragloupe.index.lexical import BACKENDS as BM25S
     from ragloupe.retrieve import aggregate, cut, fusion
     from ragloupe.retrieve.search import MODES
+    from ragloupe.table_chunks import STRATEGIES
 
     implemented = {"mode": MODES, "fusion": fusion.METHODS, "bm25_backend": BM25S,
                    "page_aggregation": aggregate.RULES, "dynamic_cut": cut.RULES,
-                   "llm_backend": LLMS, "projection_method": PROJECTIONS}
+                   "llm_backend": LLMS, "projection_method": PROJECTIONS,
+                   "table_strategy": STRATEGIES}
     assert {name: set(values) for name, values in CHOICES.items()} == \
         {name: set(values) for name, values in implemented.items()}
 

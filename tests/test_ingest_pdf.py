@@ -59,13 +59,20 @@ def test_text_pages_come_out_in_order_with_method_quality_and_title(tmp_path, se
 
 
 @pytest.mark.parametrize("in_form", [False, True], ids=["page-image", "image-in-form"])
-def test_image_only_scan_is_recorded_as_needing_ocr(tmp_path, settings, in_form):
-    doc = load_source(pf.write_scan_pdf(tmp_path / "scan.pdf", 2, in_form), settings)
+def test_image_only_scan_is_recorded_as_needing_ocr_when_ocr_is_off(tmp_path, settings, in_form):
+    doc = load_source(pf.write_scan_pdf(tmp_path / "scan.pdf", 2, in_form), settings.replace(ocr=False))
 
     assert doc.error is None
     assert [(p.page, p.quality, p.reason) for p in doc.pages] == [
         (1, "empty", "no text layer: needs OCR"), (2, "empty", "no text layer: needs OCR")]
     assert not any(p.indexable for p in doc.pages)
+
+
+def test_image_without_words_stays_empty_with_what_ocr_found(tmp_path, settings):
+    doc = load_source(pf.write_scan_pdf(tmp_path / "scan.pdf", 1), settings)
+
+    assert [(p.quality, p.reason) for p in doc.pages] == [
+        ("empty", "no text layer: needs OCR; OCR found no text on the page")]
 
 
 def test_pdf_that_needs_a_password_is_refused(tmp_path, settings):
@@ -112,18 +119,57 @@ def test_missing_file_is_refused_with_a_reason(tmp_path, settings):
     assert doc.error.startswith("cannot read file")
 
 
-def test_error_on_one_page_loses_only_that_page(tmp_path, settings):
+def test_page_pypdf_fails_on_is_read_by_the_second_extractor(tmp_path, settings):
     path = pf.write_broken_page_pdf(tmp_path / "broken.pdf", broken_page=2, n_pages=3)
 
     doc = load_source(path, settings)
 
     assert doc.error is None
-    assert [(p.page, p.quality) for p in doc.pages] == [
-        (1, "clean"), (2, "rejected"), (3, "clean")]
-    broken = doc.pages[1]
-    assert broken.reason.startswith("extraction failed: ")
-    assert broken.text == ""
+    assert [(p.page, p.quality, p.method) for p in doc.pages] == [
+        (1, "clean", "pypdf-plain"), (2, "clean", "pdfminer"), (3, "clean", "pypdf-plain")]
+    assert doc.pages[1].text.startswith("Section 2 reports")
     assert doc.pages[2].text.startswith("Section 3 reports")
+
+
+@pytest.mark.parametrize("filter_name", ["/A85", "/AHx"])
+def test_page_with_an_abbreviated_filter_name_comes_back(tmp_path, settings, filter_name):
+    path = pf.write_abbreviated_filter_pdf(tmp_path / "abbreviated.pdf", filter_name)
+
+    doc = load_source(path, settings)
+
+    first = doc.pages[0]
+    assert (first.quality, first.method, first.reason) == ("clean", "pdfminer", "")
+    assert first.text.startswith("Section 1 reports")
+    assert doc.pages[1].method == "pypdf-plain"
+
+
+def test_page_no_extractor_can_read_loses_only_that_page_with_a_plain_reason(tmp_path, settings):
+    path = tmp_path / "jbig2.pdf"
+    path.write_bytes(pf.build_pdf([
+        {"content": pf.text_content(pf.body_lines(1))},
+        {"content": b"\x80\x0b\x60\x50\x22", "filter": "/JBIG2Decode"},
+        {"content": pf.text_content(pf.body_lines(3))}]))
+
+    doc = load_source(path, settings)
+
+    assert [(p.page, p.quality) for p in doc.pages] == [(1, "clean"), (2, "rejected"), (3, "clean")]
+    assert doc.pages[1].reason == ("extraction failed: its content uses JBIG2 compression, "
+                                   "which needs the jbig2dec program")
+    assert doc.pages[1].text == ""
+
+
+def test_scanned_page_is_read_by_ocr_with_its_confidence(tmp_path, settings):
+    lines = ["Annual report of the water board", "Total capital spending was 4,250 pounds"]
+    path = pf.write_text_scan_pdf(tmp_path / "scan.pdf", [lines])
+
+    doc = load_source(path, settings)
+
+    page = doc.pages[0]
+    assert page.method == "ocr" and page.indexable
+    assert page.text.split() == " ".join(lines).split()
+    assert 50 < page.confidence <= 100
+    assert page.quality == "degraded"
+    assert page.reason == f"text read by OCR (mean word confidence {page.confidence:.0f}%)"
 
 
 def test_slow_pdf_is_stopped_at_the_time_limit_and_the_next_file_goes_in(tmp_path, settings):

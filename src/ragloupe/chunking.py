@@ -25,6 +25,7 @@ from typing import Sequence
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
 from ragloupe.models import Chunk, Page, SourceDoc
+from ragloupe.table_chunks import table_pieces
 
 # A numbered heading on a line of its own: "7.2 GRAMPIAN HEALTH BOARD", "3. Purpose", "a) OVERVIEW".
 _NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[a-zA-Z]\))\s+[A-Z(][^\n]{1,90}$")
@@ -162,7 +163,7 @@ def chunk_document(doc: SourceDoc, tokenizer, settings: Settings,
     ``max_seq_length`` is the embedding model's input limit (Embedder.max_seq_length);
     chunk_tokens is capped at it.
     """
-    pages = [page for page in doc.pages if page.indexable and page.text.strip()]
+    pages = [page for page in doc.pages if page.indexable and (page.text.strip() or page.tables)]
     if not pages:
         return []
     size, overlap = content_budget(tokenizer, settings, max_seq_length)
@@ -186,9 +187,42 @@ def chunk_document(doc: SourceDoc, tokenizer, settings: Settings,
                 reason=page.reason, method=page.method,
                 record_id=page.record_id or "", title=page.title or "",
                 source_sha256=doc.sha256))
+        if page.tables and settings.table_strategy != "off":
+            chunks.extend(table_chunks(doc, page, tokenizer, settings, size, special,
+                                       first_position=_next_position(chunks, page),
+                                       section=running.get(page.page, "") or
+                                       (headings[0][1] if headings else "")))
     if settings.chunk_context:
         chunks = [replace(c, context=context_line(document_title(doc), c.section)) for c in chunks]
     return chunks
+
+
+def table_chunks(doc: SourceDoc, page: Page, tokenizer, settings: Settings, budget: int,
+                 special: int, first_position: int, section: str) -> list[Chunk]:
+    """The table chunks of one page (see table_chunks.py), numbered after its text chunks."""
+    def count_tokens(texts):
+        return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False,
+                                              verbose=False)["input_ids"]]
+
+    chunks = []
+    for table in page.tables:
+        pieces = table_pieces(table, settings.table_strategy, section, settings.table_block_rows,
+                              budget, count_tokens)
+        for piece, n_tokens in zip(pieces, count_tokens([p.text for p in pieces])):
+            position = first_position + len(chunks)
+            chunks.append(Chunk(
+                chunk_id=chunk_id(doc.sha256, page, position), doc_id=doc.doc_id, page=page.page,
+                position=position, text=piece.text, n_tokens=n_tokens + special,
+                quality=page.quality, section=section, reason=page.reason, method=page.method,
+                source_sha256=doc.sha256, kind="table", table_index=table.index,
+                row_start=piece.row_start, row_end=piece.row_end))
+    return chunks
+
+
+def _next_position(chunks: list[Chunk], page: Page) -> int:
+    """The position after the page's last chunk so far (0 when it has none)."""
+    mine = [c.position for c in chunks if c.page == page.page]
+    return max(mine) + 1 if mine else 0
 
 
 def document_title(doc: SourceDoc) -> str:

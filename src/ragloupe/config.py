@@ -72,11 +72,18 @@ class Settings:
     record_page_fields: str = "page"
     record_min_chars: int = 120  # shorter record text is a review finding
     max_upload_mb: int = 50
+    ocr: bool = True  # OCR pages that have an image but no text layer (Tesseract, see ingest/ocr.py)
+    ocr_dpi: int = 300  # resolution a page is rendered at for OCR
 
     # --- chunking ---
     chunk_tokens: int = 256
     chunk_overlap: int = 64
     chunk_context: bool = False  # embed and BM25-index "<document title> › <section>" before each chunk
+    # Tables as markdown table chunks: off | whole | rows (rows packed to chunk_tokens, a row never
+    # split) | row_blocks (table_block_rows rows per chunk) | two_stage (a summary chunk + row blocks).
+    # The header row is repeated in every chunk. Chosen by benchmarks/table_cells.py (see README).
+    table_strategy: str = "rows"
+    table_block_rows: int = 8  # rows per chunk for row_blocks and two_stage
 
     # --- vector store ---
     chroma_host: str = ""  # set to use a Chroma server (HttpClient) instead of the embedded store
@@ -112,6 +119,8 @@ class Settings:
     # when the question names no period; with two periods the latest is the target.
     period_boost: float = 0.0
     fiscal_year_start_month: int = 4  # 4: April-March years, so "March 2022" is in 2021/22
+    prefer_tables: bool = False  # boost table chunks for questions that ask for a figure (measured: README)
+    prefer_tables_boost: float = 0.2  # the boost: a table chunk's score times (1 + this)
 
     # --- LLM (answers, query rewriting) ---
     llm_backend: str = "ollama"  # ollama | openai | embedded | none
@@ -232,6 +241,14 @@ class Settings:
         # Only when on: an index built before the setting existed keeps its fingerprint.
         if self.chunk_context:
             shaping["chunk_context"] = True
+        if self.table_strategy != "rows":
+            shaping["table_strategy"] = self.table_strategy
+        if self.table_strategy in ("row_blocks", "two_stage") and self.table_block_rows != 8:
+            shaping["table_block_rows"] = self.table_block_rows
+        if not self.ocr:
+            shaping["ocr"] = False
+        if self.ocr_dpi != 300:
+            shaping["ocr_dpi"] = self.ocr_dpi
         return shaping
 
 
@@ -251,6 +268,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "dynamic_cut": ("none", "margin", "threshold"),  # retrieve.cut.RULES
     "llm_backend": ("ollama", "openai", "embedded", "none"),  # generate.llm.BACKENDS
     "projection_method": ("umap", "pca"),  # diagnostics.projections.METHODS
+    "table_strategy": ("off", "whole", "rows", "row_blocks", "two_stage"),  # table_chunks.STRATEGIES
 }
 
 
@@ -291,6 +309,7 @@ BOUNDS: dict[str, Bound] = {
     "context_budget_tokens": _AT_LEAST_1,
     "projection_max_points": _AT_LEAST_1, "llm_probe_timeout_s": _POSITIVE,
     "explorer_page_size": _AT_LEAST_1,
+    "table_block_rows": _AT_LEAST_1, "ocr_dpi": Bound(72, 600), "prefer_tables_boost": _AT_LEAST_0,
 }
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

@@ -12,6 +12,23 @@ from typing import Literal
 
 Quality = Literal["clean", "degraded", "empty", "rejected"]
 INDEXABLE: frozenset[str] = frozenset({"clean", "degraded"})
+ChunkKind = Literal["text", "table"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table found on a PDF page: a header row and body rows of cell strings.
+
+    ``header`` is one row even when the document stacks several header rows
+    (their words are joined per column: "Group" over "2023" -> "Group 2023").
+    ``caption`` is the "Table 3: ..." line above it, else the nearest heading.
+    """
+
+    index: int  # 0-based, in reading order on its page
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+    continued: bool = False  # the table goes on from the previous page (header carried over)
 
 
 @dataclass(frozen=True)
@@ -28,6 +45,8 @@ class Page:
     title: str | None = None  # the record's title (records only)
     section: str | None = None  # the record's section field (records only)
     stripped: tuple[str, ...] = ()  # boilerplate lines removed from this page
+    tables: tuple[Table, ...] = ()  # tables cut out of ``text`` (PDF pages, table strategy on)
+    confidence: float | None = None  # OCR pages: mean word confidence, 0-100
 
     @property
     def indexable(self) -> bool:
@@ -82,6 +101,10 @@ class Chunk:
     # What Settings.chunk_context puts before the text for the engines ("<title> › <section>");
     # empty when it is off. Never shown as the chunk's text.
     context: str = ""
+    kind: ChunkKind = "text"  # "table": a markdown table (or a table's summary), see table_chunks.py
+    table_index: int = -1  # the table's index on its page; -1 for text
+    row_start: int = -1  # table chunks: body rows [row_start, row_end) of the table; -1 for text
+    row_end: int = -1
 
     @property
     def search_text(self) -> str:
@@ -100,6 +123,8 @@ class Chunk:
             "n_tokens": self.n_tokens, "quality": self.quality, "section": self.section,
             "reason": self.reason, "method": self.method, "record_id": self.record_id,
             "title": self.title, "source_sha256": self.source_sha256, "context": self.context,
+            "kind": self.kind, "table_index": self.table_index, "row_start": self.row_start,
+            "row_end": self.row_end,
         }
 
     @classmethod
@@ -112,6 +137,9 @@ class Chunk:
             method=str(meta.get("method", "")), record_id=str(meta.get("record_id", "")),
             title=str(meta.get("title", "")), source_sha256=str(meta.get("source_sha256", "")),
             context=str(meta.get("context", "")),
+            # Indexes built before table chunks existed hold text chunks only.
+            kind=meta.get("kind", "text"), table_index=int(meta.get("table_index", -1)),
+            row_start=int(meta.get("row_start", -1)), row_end=int(meta.get("row_end", -1)),
         )
 
 

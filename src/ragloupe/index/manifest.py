@@ -46,6 +46,8 @@ class PageEntry:
     stripped: tuple[str, ...] = ()
     record_id: str = ""
     title: str = ""
+    tables: int = 0  # tables cut out of the page (their chunks are counted in n_chunks)
+    confidence: float | None = None  # OCR pages: the engine's mean word confidence, 0-100
 
     @property
     def indexed(self) -> bool:
@@ -103,7 +105,8 @@ def entry_for(doc: SourceDoc, state: DocState, chunk_ids: Iterable[str] = (),
     pages = tuple(PageEntry(
         page=p.page, quality=p.quality, reason=p.reason, method=p.method, n_chars=len(p.text),
         n_chunks=per_page.get((p.page, p.record_id or ""), 0), stripped=tuple(p.stripped),
-        record_id=p.record_id or "", title=p.title or "") for p in doc.pages)
+        record_id=p.record_id or "", title=p.title or "", tables=len(p.tables),
+        confidence=p.confidence) for p in doc.pages)
     error = doc.error
     if error is None and doc.blocked:
         blocking = [f for f in doc.findings if f.severity == "blocking"]

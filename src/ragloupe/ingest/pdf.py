@@ -1,24 +1,31 @@
-"""PDF ingestion with pypdf: page texts, running lines stripped, each page graded.
+"""PDF ingestion: page texts, running lines stripped, each page graded.
 
-pypdf runs in a child process (see worker.py) with a wall-time limit
+Extraction runs in a child process (see worker.py) with a wall-time limit
 (``pdf_timeout_s``) and an address-space limit (``pdf_max_memory_mb``),
 because one pathological file must cost a one-line refusal, not the batch.
-The child only extracts raw page texts (``extract_raw``) and sends them back
-as JSON; this process strips boilerplate and grades quality, which are pure
-and cheap.
+The child reads every page with pypdf; a page pypdf failed on or read badly
+is read again with pdfminer (fallback.py) and the better text kept; a page
+with no text layer but an image is OCR'd (ocr.py); a page whose text looks
+tabular has its tables cut out (tables.py). Each page records the method
+that produced its text. The child sends raw page texts back as JSON; this
+process strips boilerplate and grades quality, which are pure and cheap.
 """
 
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ragloupe.config import Settings
 from ragloupe.errors import CorruptPdf, EncryptedPdf, ExtractionLimit, RagloupeError
+from ragloupe.ingest import fallback, ocr
 from ragloupe.ingest.boilerplate import find_running_lines, strip_running_lines
-from ragloupe.ingest.quality import assess_page
+from ragloupe.ingest.quality import PageQuality, assess_page
+from ragloupe.ingest.reasons import plain_reason
+from ragloupe.ingest.tables import carry_headers, table_from_raw
 from ragloupe.ingest.worker import WorkerDied, WorkerTimeout, extract_in_child
 from ragloupe.models import Page, SourceDoc
 
@@ -29,6 +36,30 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 _HEADER_WINDOW = 1024
 
 
+# OCR stops when this share of the file's time limit is spent, so that a long
+# scan keeps the pages read so far instead of losing the whole file.
+_OCR_TIME_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """What the child needs to know besides the path (sent with it as JSON)."""
+
+    min_chars: int = 20  # below this, a page's text is weak: read it again
+    reject_share: float = 0.3  # this share of unreadable glyphs: read it again
+    ocr: bool = True
+    ocr_dpi: int = 300
+    tables: bool = False
+    timeout_s: float = 120.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "ExtractOptions":
+        return cls(min_chars=settings.quality_min_chars,
+                   reject_share=settings.quality_reject_garbage, ocr=settings.ocr,
+                   ocr_dpi=settings.ocr_dpi, tables=settings.table_strategy != "off",
+                   timeout_s=settings.pdf_timeout_s)
+
+
 @dataclass(frozen=True)
 class RawPage:
     """What the child process sends back for one page."""
@@ -36,21 +67,17 @@ class RawPage:
     page: int
     text: str
     has_images: bool
-    error: str | None = None
+    error: str | None = None  # plain words; set when no extractor could read the page
+    method: str = METHOD
+    confidence: float | None = None  # OCR only
+    note: str = ""  # why OCR was not done or found nothing, in plain words
+    tables: tuple[dict, ...] = ()  # {"rows": [[cell, ...], ...], "caption": str}
 
 
 @dataclass(frozen=True)
 class RawPdf:
     title: str | None
     pages: tuple[RawPage, ...]
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one short line: 'KeyError: /Font'."""
-    message = " ".join(str(exc).split())
-    if len(message) > 160:
-        message = message[:157] + "..."
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 # --------------------------------------------------------------- in the child
@@ -113,29 +140,31 @@ def _page_has_images(page, check: _ImageCheck | None = None) -> bool:
     return (check or _ImageCheck()).page(page)
 
 
-def extract_raw(path: Path) -> RawPdf:
+def extract_raw(path: Path, options: ExtractOptions = ExtractOptions()) -> RawPdf:
     """Open a PDF and extract every page's text; runs inside the child process.
 
     Raises EncryptedPdf or CorruptPdf when the document cannot be opened. An
     error on one page (pypdf raises KeyError, TypeError, ValueError... from
-    broken page objects) loses only that page, recorded with its reason.
+    broken page objects) sends that page to the second extractor; only when
+    that fails too is the page lost, recorded with a plain reason.
     """
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
+    started = time.monotonic()
     try:
         reader = PdfReader(str(path), strict=False)
     except MemoryError:
         raise
     except Exception as exc:  # pypdf raises far more than PdfReadError here
-        raise CorruptPdf(f"truncated or corrupt PDF ({one_line(exc)})") from exc
+        raise CorruptPdf(f"truncated or corrupt PDF: {plain_reason(exc)}") from exc
     if reader.is_encrypted:
         try:
             opened = reader.decrypt("")
         except DependencyError as exc:
             raise EncryptedPdf("encrypted with AES: install pypdf[crypto] to open it") from exc
         except Exception as exc:
-            raise EncryptedPdf(f"encrypted, and decryption failed ({one_line(exc)})") from exc
+            raise EncryptedPdf(f"encrypted, and decryption failed: {plain_reason(exc)}") from exc
         if not opened:
             raise EncryptedPdf("encrypted: needs a password")
     try:
@@ -146,7 +175,7 @@ def extract_raw(path: Path) -> RawPdf:
     except MemoryError:
         raise
     except Exception as exc:
-        raise CorruptPdf(f"truncated or corrupt PDF ({one_line(exc)})") from exc
+        raise CorruptPdf(f"truncated or corrupt PDF: {plain_reason(exc)}") from exc
     if count == 0:
         raise CorruptPdf("the PDF has no pages")
 
@@ -159,31 +188,129 @@ def extract_raw(path: Path) -> RawPdf:
         except MemoryError:  # the memory limit is for the whole file, not one page
             raise
         except Exception as exc:
-            pages.append(RawPage(number, "", False, error=one_line(exc)))
+            pages.append(RawPage(number, "", False, error=plain_reason(exc)))
             continue
         try:
             has_images = _page_has_images(page, image_check)
         except Exception:  # a broken resource dictionary only costs the OCR hint
             has_images = False
         pages.append(RawPage(number, text, has_images))
+    pages = _second_pass(path, pages, options, deadline=started + _OCR_TIME_SHARE * options.timeout_s)
     return RawPdf(title=str(title) if title else None, pages=tuple(pages))
 
 
-def extract_message(path: str, memory_mb: int) -> dict:
-    """What the child answers for one file: {"ok": RawPdf as a dict} or {"error": reason}.
+def _second_pass(path: Path, pages: list[RawPage], options: ExtractOptions,
+                 deadline: float) -> list[RawPage]:
+    """Pages pypdf read badly -> pdfminer; pages with no text but an image -> OCR;
+    pages that look tabular -> their tables cut out. pdfplumber opens the file
+    only when some page needs it."""
+    from ragloupe.ingest import tables
 
-    "fatal" is set after a MemoryError: the child then exits, so that the
-    next file gets a fresh process with its whole memory budget.
-    """
+    weak = [p.page for p in pages if fallback.needs_second_reading(
+        p.text, p.error is not None, options.min_chars, options.reject_share)]
+    tabular = [p.page for p in pages if options.tables and p.error is None
+               and tables.looks_tabular(p.text)]
+    if not weak and not tabular:
+        return pages
     try:
-        raw = extract_raw(Path(path))
+        import pdfplumber
+
+        document = pdfplumber.open(str(path))
+    except MemoryError:
+        raise
+    except Exception:  # pdfminer cannot open what pypdf could: keep pypdf's reading
+        return pages
+    out = {p.page: p for p in pages}
+    with document:
+        for number in weak:
+            out[number] = _read_again(path, document, out[number], options, deadline)
+        for number in tabular:
+            out[number] = _cut_tables(document, out[number])
+    return [out[p.page] for p in pages]
+
+
+def _read_again(path: Path, document, raw: RawPage, options: ExtractOptions, deadline: float) -> RawPage:
+    """The better of pypdf's and pdfminer's reading of one page, then OCR if still empty."""
+    try:
+        second = fallback.page_text(document.pages[raw.page - 1])
+    except MemoryError:
+        raise
+    except Exception:
+        second = ""
+    if fallback.prefer_second(raw.text, raw.error is not None, second, options.reject_share):
+        raw = RawPage(raw.page, second, raw.has_images, method=fallback.METHOD)
+    if raw.has_images and fallback.readable_chars(raw.text) < options.min_chars:
+        raw = _ocr(path, raw, options, deadline)
+    return raw
+
+
+def _ocr(path: Path, raw: RawPage, options: ExtractOptions, deadline: float) -> RawPage:
+    """OCR one image page, when OCR is on and time is left; else say why not in ``note``."""
+    if not options.ocr:
+        return raw
+    left = deadline - time.monotonic()
+    if left <= 1:
+        return RawPage(raw.page, raw.text, raw.has_images, raw.error, raw.method,
+                       note="OCR skipped: the file's time limit was nearly reached")
+    try:
+        import pypdfium2
+
+        pdfium = pypdfium2.PdfDocument(str(path))
+        try:
+            image = ocr.render_page(pdfium, raw.page - 1, options.ocr_dpi)
+        finally:
+            pdfium.close()
+        result = ocr.read_image(image, timeout_s=left)
+    except MemoryError:
+        raise
+    except ocr.OcrFailed as exc:
+        return RawPage(raw.page, raw.text, raw.has_images, raw.error, raw.method, note=str(exc))
+    except Exception as exc:
+        return RawPage(raw.page, raw.text, raw.has_images, raw.error, raw.method,
+                       note=f"OCR failed: the page could not be rendered ({plain_reason(exc)})")
+    if not result.text.strip():
+        return RawPage(raw.page, raw.text, raw.has_images, raw.error, raw.method,
+                       note="OCR found no text on the page")
+    return RawPage(raw.page, result.text, raw.has_images, method=ocr.METHOD,
+                   confidence=result.confidence)
+
+
+def _cut_tables(document, raw: RawPage) -> RawPage:
+    """The page's tables as cell rows, and its text with the tables cut out."""
+    from ragloupe.ingest import tables
+
+    try:
+        found = tables.extract_tables(document.pages[raw.page - 1])
+    except MemoryError:
+        raise
+    except Exception:  # table detection is an extra: the page keeps its plain text
+        return raw
+    if not found.tables:
+        return raw
+    return RawPage(raw.page, found.prose, raw.has_images, method=fallback.METHOD,
+                   tables=tuple({"rows": t.rows, "caption": t.caption} for t in found.tables))
+
+
+def extract_message(request: str | dict, memory_mb: int) -> dict:
+    """What the child answers for one request: {"ok": RawPdf as a dict} or {"error": reason}.
+
+    A request is {"path": ..., "options": ExtractOptions as a dict} (a bare
+    path means the default options). "fatal" is set after a MemoryError: the
+    child then exits, so that the next file gets a fresh process with its
+    whole memory budget.
+    """
+    if isinstance(request, str):
+        request = {"path": request, "options": {}}
+    path = request["path"]
+    try:
+        raw = extract_raw(Path(path), ExtractOptions(**request.get("options", {})))
         return {"ok": {"title": raw.title, "pages": [asdict(p) for p in raw.pages]}}
     except MemoryError:
         return {"error": f"extraction exceeded the {memory_mb} MB memory limit", "fatal": True}
     except RagloupeError as exc:
         return {"error": str(exc)}
     except Exception as exc:
-        return {"error": f"unreadable PDF ({one_line(exc)})"}
+        return {"error": f"unreadable PDF: {plain_reason(exc)}"}
 
 
 # --------------------------------------------------------------- in the parent
@@ -194,9 +321,10 @@ def extract_with_limits(path: Path, settings: Settings) -> RawPdf:
     Raises ExtractionLimit when a limit is hit or the child dies, EncryptedPdf
     or CorruptPdf when the child says so.
     """
+    request = {"path": str(Path(path).resolve()),
+               "options": asdict(ExtractOptions.from_settings(settings))}
     try:
-        message = extract_in_child(str(Path(path).resolve()), settings.pdf_timeout_s,
-                                   settings.pdf_max_memory_mb)
+        message = extract_in_child(request, settings.pdf_timeout_s, settings.pdf_max_memory_mb)
     except WorkerTimeout:
         raise ExtractionLimit(f"extraction exceeded {settings.pdf_timeout_s:g} s") from None
     except WorkerDied as exc:
@@ -209,16 +337,19 @@ def extract_with_limits(path: Path, settings: Settings) -> RawPdf:
             raise ExtractionLimit(reason)
         raise CorruptPdf(reason)
     ok = message["ok"]
-    return RawPdf(title=ok["title"], pages=tuple(RawPage(**p) for p in ok["pages"]))
+    return RawPdf(title=ok["title"], pages=tuple(
+        RawPage(**{**p, "tables": tuple(p.get("tables", ()))}) for p in ok["pages"]))
 
 
 def _death_reason(how: str, settings: Settings) -> str:
     """Why the child ended without an answer. Over its address-space limit it
     usually raises MemoryError (answered normally), but an allocation inside C
-    code can abort (SIGABRT) or the kernel can kill it (SIGKILL)."""
+    code can abort (SIGABRT) or the kernel can kill it (SIGKILL). Only the
+    exit status is shown: the child's last stderr line is a library's text."""
+    status = how.split(":", 1)[0]
     if "MemoryError" in how or how.startswith(("status -6", "status -9")):
-        return f"extraction exceeded the {settings.pdf_max_memory_mb} MB memory limit ({how})"
-    return f"extraction worker died ({how})"
+        return f"extraction exceeded the {settings.pdf_max_memory_mb} MB memory limit ({status})"
+    return f"extraction worker died ({status})"
 
 
 def precheck(path: Path) -> None:
@@ -252,18 +383,41 @@ def build_pages(doc_id: str, raw: RawPdf,
     running = find_running_lines(texts, settings.boilerplate_min_share,
                                  settings.boilerplate_min_pages, settings.boilerplate_edge_lines,
                                  settings.boilerplate_min_run)
+    page_tables = carry_headers([[table_from_raw(i, t) for i, t in enumerate(p.tables)]
+                                 for p in raw.pages])
     pages = []
-    for raw_page, text, keys in zip(raw.pages, texts, running.per_page):
+    for raw_page, text, keys, tables in zip(raw.pages, texts, running.per_page, page_tables):
         if raw_page.error is not None:
-            pages.append(Page(doc_id, raw_page.page, "", METHOD, "rejected",
+            pages.append(Page(doc_id, raw_page.page, "", raw_page.method, "rejected",
                               f"extraction failed: {raw_page.error}"))
             continue
         body = strip_running_lines(text, keys, settings.boilerplate_edge_lines)
-        graded = assess_page(body.text, settings, has_images=raw_page.has_images,
-                             stripped=bool(body.stripped))
-        pages.append(Page(doc_id, raw_page.page, body.text, METHOD, graded.quality,
-                          graded.reason, stripped=body.stripped))
+        cells = "\n".join(" ".join(row) for table in tables for row in (table.header, *table.rows))
+        graded = _grade(body.text + "\n" + cells if cells else body.text, raw_page, settings,
+                        stripped=bool(body.stripped))
+        pages.append(Page(doc_id, raw_page.page, body.text, raw_page.method, graded.quality,
+                          graded.reason, stripped=body.stripped, tables=tuple(tables),
+                          confidence=raw_page.confidence))
     return tuple(pages), running.display()
+
+
+def _grade(text: str, raw_page: RawPage, settings: Settings, stripped: bool) -> PageQuality:
+    """Quality of a page, with what OCR did or could not do said in the reason.
+
+    OCR text is never graded clean: it is indexed, but its reason says it
+    was read by OCR and how confident the engine was.
+    """
+    graded = assess_page(text, settings, has_images=raw_page.has_images, stripped=stripped)
+    if raw_page.method == ocr.METHOD:
+        said = f"text read by OCR (mean word confidence {raw_page.confidence:.0f}%)"
+        if graded.quality == "clean":
+            return PageQuality("degraded", said)
+        if graded.quality == "degraded":
+            return PageQuality("degraded", f"{said}; {graded.reason}")
+        return graded
+    if graded.quality == "empty" and raw_page.has_images and raw_page.note:
+        return PageQuality("empty", f"{graded.reason}; {raw_page.note}")
+    return graded
 
 
 def load_pdf(path: Path, settings: Settings, sha256: str) -> SourceDoc:

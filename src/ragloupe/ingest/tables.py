@@ -1,0 +1,220 @@
+"""Tables on PDF pages: found with pdfplumber in the extraction child, tidied here.
+
+In the child (``looks_tabular``, ``extract_tables``): a page whose text looks
+tabular (several lines made mostly of figures) is opened with pdfplumber.
+Ruled tables are found from their lines; failing that, columns are found
+from the alignment of words, and such a candidate is kept only when it
+really is a table of figures: pdfplumber's text strategy otherwise slices
+ordinary running text into fake columns ("Financial Perform" | "ance and").
+The table's region is then cut out of the page's prose, so no cell is
+indexed twice, and the line above it is kept as its caption.
+
+In the parent (pure): ``table_from_raw`` turns cell rows into a Table with
+one header row (stacked header rows joined per column, cells a merged header
+spans filled in), and ``carry_headers`` gives a table that runs on from the
+previous page that page's header.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from ragloupe.models import Table
+
+# A figure as tables print it: 1,559,285  (1,234)  -12.5  £769  45%  and "-" for nil.
+_VALUE = re.compile(r"^[(\-–−]?[£$€]?\(?[\d][\d,]*(?:\.\d+)?\)?%?$|^[-–—]$")
+# Header-like figures: years and financial years (2023, 2022/23), units (£'000, £000s).
+_HEADER_FIGURE = re.compile(r"^(?:19|20)\d\d(?:[/-]\d{2,4})?$|^£\s?'?000'?s?$", re.IGNORECASE)
+_MIN_TABULAR_LINES = 3
+_MIN_VALUE_SHARE_OF_LINE = 0.4
+_MAX_HEADER_ROWS = 3
+_TEXT_STRATEGY = {"vertical_strategy": "text", "horizontal_strategy": "text",
+                  "min_words_vertical": 3, "min_words_horizontal": 2}
+# A column found from word alignment is a column of figures when this share of its filled
+# body cells are figures; prose cut into columns scores near zero.
+_MIN_VALUE_SHARE_OF_COLUMN = 0.6
+_CAPTION_GAP = 40  # points above a table searched for its caption
+_TABLE_NAME = re.compile(r"\b(?:Table|Exhibit|Schedule)\s+[\dA-Z]+\b")
+
+
+def is_value(cell: str | None) -> bool:
+    """True for a figure that is data (not a year or a unit heading a column)."""
+    text = (cell or "").strip().replace(" ", "")
+    return bool(text) and bool(_VALUE.match(text)) and not _HEADER_FIGURE.match(text)
+
+
+def looks_tabular(text: str) -> bool:
+    """Cheap test on a page's plain text: are there several lines made mostly of figures?
+
+    Decides whether pdfplumber (about ten times slower than pypdf) looks at the page.
+    """
+    hits = 0
+    for line in text.splitlines():
+        tokens = line.split()
+        values = sum(1 for t in tokens if is_value(t))
+        if values >= 2 and values >= _MIN_VALUE_SHARE_OF_LINE * len(tokens):
+            hits += 1
+            if hits >= _MIN_TABULAR_LINES:
+                return True
+    return False
+
+
+# --------------------------------------------------------------- in the child
+
+@dataclass(frozen=True)
+class RawTable:
+    rows: list[list[str | None]]
+    bbox: tuple[float, float, float, float]
+    caption: str
+
+
+@dataclass(frozen=True)
+class PageTables:
+    tables: list[RawTable]
+    prose: str  # the page's text outside the tables
+
+
+def extract_tables(page) -> PageTables:
+    """The tables of one pdfplumber page and the page's text without them."""
+    found = [t for t in page.find_tables() if _is_table(t.extract())]
+    candidates = [(t.bbox, t.extract()) for t in found]
+    if not candidates:
+        candidates = [c for t in page.find_tables(_TEXT_STRATEGY) for c in _figure_blocks(t)]
+    if not candidates:
+        return PageTables([], "")
+    prose_page = page
+    tables = []
+    for bbox, rows in sorted(candidates, key=lambda c: (c[0][1], c[0][0])):
+        tables.append(RawTable(rows, bbox, _caption_above(page, bbox)))
+        prose_page = prose_page.outside_bbox(_clip(bbox, page))
+    return PageTables(tables, prose_page.extract_text() or "")
+
+
+def _is_table(rows: list[list[str | None]]) -> bool:
+    filled = [row for row in rows if sum(1 for c in row if (c or "").strip()) >= 2]
+    return len(filled) >= 2 and max((len(r) for r in rows), default=0) >= 2
+
+
+def _figure_blocks(table) -> list[tuple[tuple, list[list[str | None]]]]:
+    """Runs of rows of a text-strategy candidate that form a table of figures.
+
+    The text strategy lays one grid over everything aligned on the page,
+    prose included, and puts an empty row between text lines. Empty rows are
+    dropped; the rest is cut into runs of rows with two or more filled cells,
+    and a run is kept only when it has figure rows and its non-first columns
+    are mostly figures (with up to three header rows above). In a header row
+    above the last, an empty cell right of a filled one is taken as spanned
+    by it (a merged header, which the alignment cannot tell from an empty cell).
+    """
+    lines = [(row.bbox, cells) for row, cells in zip(table.rows, table.extract())
+             if any((c or "").strip() for c in cells)]
+    blocks, current = [], []
+    for bbox, cells in lines + [(None, [])]:
+        if sum(1 for c in cells if (c or "").strip()) >= 2:
+            current.append((bbox, cells))
+        elif current:
+            blocks.append(current)
+            current = []
+    kept = []
+    for block in blocks:
+        rows = [cells for _, cells in block]
+        first_value = next((i for i, row in enumerate(rows) if any(is_value(c) for c in row[1:])), None)
+        if first_value is None or first_value > _MAX_HEADER_ROWS:
+            continue
+        rows = rows[max(0, first_value - _MAX_HEADER_ROWS):]
+        block = block[len(block) - len(rows):]
+        n_header = min(first_value, _MAX_HEADER_ROWS)
+        if len(rows) - n_header < 2 or not _figure_columns(rows[n_header:]):
+            continue
+        rows = [[None if i < n_header - 1 and j > 0 and not (c or "").strip() else c
+                 for j, c in enumerate(row)] for i, row in enumerate(rows)]
+        boxes = [bbox for bbox, _ in block]
+        kept.append(((min(b[0] for b in boxes), boxes[0][1], max(b[2] for b in boxes), boxes[-1][3]),
+                     rows))
+    return kept
+
+
+def _figure_columns(body: list[list[str | None]]) -> bool:
+    cells = [c for row in body for c in row[1:] if (c or "").strip()]
+    return bool(cells) and sum(map(is_value, cells)) >= _MIN_VALUE_SHARE_OF_COLUMN * len(cells)
+
+
+def _clip(bbox, page) -> tuple[float, float, float, float]:
+    x0, top, x1, bottom = bbox
+    return (max(x0, page.bbox[0]), max(top, page.bbox[1]),
+            min(x1, page.bbox[2]), min(bottom, page.bbox[3]))
+
+
+def _caption_above(page, bbox) -> str:
+    """The last line of text just above the table, if there is one."""
+    top = bbox[1]
+    if top <= page.bbox[1] + 1:
+        return ""
+    above = page.within_bbox((page.bbox[0], max(page.bbox[1], top - _CAPTION_GAP), page.bbox[2], top))
+    lines = [line.strip() for line in (above.extract_text() or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    named = _TABLE_NAME.search(lines[-1])  # "... as shown below. Table 4: Targets" -> "Table 4: Targets"
+    return lines[-1][named.start():] if named else lines[-1]
+
+
+# --------------------------------------------------------------- in the parent
+
+def _clean(cell: str | None) -> str:
+    return " ".join((cell or "").split())
+
+
+def table_from_raw(index: int, raw: dict) -> Table:
+    """Cell rows from the child -> a Table with one header row.
+
+    Header rows are the rows above the first row holding a figure (at most
+    three). In a header row a merged cell spans empty (None) cells to its
+    right, so those are filled from the left, except in the last header row,
+    whose empty cells are real ("" over a row-label column). Stacked header
+    rows are joined per column: "Group" / "2023" / "£'000" -> "Group 2023 £'000".
+    """
+    rows = [list(row) for row in raw.get("rows", ()) if any(_clean(c) for c in row)]
+    width = max((len(row) for row in rows), default=0)
+    rows = [row + [None] * (width - len(row)) for row in rows]
+    keep = [j for j in range(width) if any(_clean(row[j]) for row in rows)]
+    rows = [[row[j] for j in keep] for row in rows]
+    n_header = next((i for i, row in enumerate(rows) if any(is_value(c) for c in row[1:])), len(rows))
+    n_header = min(n_header, _MAX_HEADER_ROWS, max(len(rows) - 1, 0))
+    header_rows = []
+    for i, row in enumerate(rows[:n_header]):
+        filled, last = [], None
+        for cell in row:
+            if cell is None and i < n_header - 1 and last is not None:
+                filled.append(last)
+            else:
+                filled.append(_clean(cell))
+                last = _clean(cell) if cell is not None else last
+        header_rows.append(filled)
+    header = tuple(" ".join(part for part in column if part) for column in zip(*header_rows)) \
+        if header_rows else ()
+    body = tuple(tuple(_clean(c) for c in row) for row in rows[n_header:])
+    return Table(index=index, header=header, rows=body, caption=_clean(raw.get("caption", "")))
+
+
+def carry_headers(pages: Sequence[Sequence[Table]]) -> list[list[Table]]:
+    """Give a table that continues from the previous page that page's header and caption.
+
+    A page's first table continues the previous page's last table when it
+    has no header row of its own (or repeats the same one) and the same
+    number of columns.
+    """
+    out: list[list[Table]] = []
+    previous: Table | None = None
+    for tables in pages:
+        tables = list(tables)
+        if tables and previous is not None:
+            first = tables[0]
+            same_width = len(first.rows[0] if first.rows else first.header) == len(previous.header)
+            if same_width and (not first.header or first.header == previous.header):
+                tables[0] = replace(first, header=previous.header,
+                                    caption=first.caption or previous.caption, continued=True)
+        out.append(tables)
+        previous = tables[-1] if tables else None
+    return out
