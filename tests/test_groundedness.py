@@ -70,24 +70,86 @@ def test_uncited_figure_found_in_a_passage_is_misattributed(finance_pages):
     assert run_screen("The cash requirement was £1,298,124 (£000).", finance_pages).verdict == "MISATTRIBUTED"
 
 
-def test_computed_variance_between_limit_and_requirement_is_derived(finance_pages):
+def test_variance_stated_with_its_operands_is_derived(finance_pages):
     # 1,311,111 (total revenue limit) - 1,298,124 (cash requirement) = 12,987: printed nowhere.
     assert "12,987" not in finance_pages[0] and "12,987" not in finance_pages[1]
-    result = run_screen("The total revenue limit exceeded the cash requirement by £12,987 (£000) [1].",
-                        finance_pages)
-    assert result.verdict == "DERIVED"
-    assert "1,311,111" in result.tokens[0].evidence and "1,298,124" in result.tokens[0].evidence
+    result = run_screen("The total revenue limit of £1,311,111 (£000) exceeded the cash requirement of "
+                        "£1,298,124 (£000) by £12,987 (£000) [1].", finance_pages)
+    assert [t.verdict for t in result.tokens] == ["NOT_CONTRADICTED", "NOT_CONTRADICTED", "DERIVED"]
+    assert "1,311,111" in result.tokens[2].evidence and "1,298,124" in result.tokens[2].evidence
 
 
-def test_variance_in_millions_is_derived_through_the_thousands_note(finance_pages):
-    result = run_screen("That is a headroom of £12.987m [1].", finance_pages)
-    assert result.verdict == "DERIVED"
+def test_variance_without_its_operands_is_not_explained_by_the_pages_figures(finance_pages):
+    # The same true variance, but the answer does not state what it was computed from: a page of
+    # accounts has so many pairs that a made-up figure would match one as often.
+    assert run_screen("The limit exceeded the cash requirement by £12,987 (£000) [1].",
+                      finance_pages).verdict == "UNSUPPORTED"
+    assert run_screen("That is a headroom of £12.987m [1].", finance_pages).verdict == "UNSUPPORTED"
 
 
-def test_percentage_of_two_passage_figures_is_derived(finance_pages):
+def test_percentage_stated_with_its_operands_is_derived(finance_pages):
     # 1,278,002 / 1,278,771 = 99.9399 %
-    result = run_screen("The Board spent 99.94% of its core limit [1].", finance_pages)
-    assert [t.verdict for t in result.tokens] == ["DERIVED"]
+    result = run_screen("The Board spent £1,278,002 (£000) of its core limit of £1,278,771 (£000), "
+                        "99.94% [1].", finance_pages)
+    assert [t.verdict for t in result.tokens] == ["NOT_CONTRADICTED", "NOT_CONTRADICTED", "DERIVED"]
+    assert run_screen("The Board spent 99.94% of its core limit [1].", finance_pages).verdict == "UNSUPPORTED"
+
+
+def test_sum_and_difference_of_two_cited_lengths_are_derived():
+    # JRC Natech guidance 4.6.1.1: hole sizes of 10 mm and 50 mm (and others) for leak scenarios.
+    passage = [natech_record("4.6.1.1")]
+    assert "10 mm" in passage[0] and "50 mm" in passage[0] and "60 mm" not in passage[0]
+    total = run_screen("Holes of 10 mm and 50 mm are assumed, 60 mm together [1].", passage)
+    assert [t.verdict for t in total.tokens] == ["NOT_CONTRADICTED", "NOT_CONTRADICTED", "DERIVED"]
+    gap = run_screen("Holes of 10 mm and 50 mm are assumed, a difference of 40 mm [1].", passage)
+    assert gap.tokens[-1].verdict == "DERIVED"
+    wrong = run_screen("Holes of 10 mm and 50 mm are assumed, 70 mm together [1].", passage)
+    assert wrong.tokens[-1].verdict == "UNSUPPORTED"
+
+
+def test_arithmetic_needs_operands_in_the_same_unit():
+    passage = [natech_record("4.6.1.1")]
+    mixed = run_screen("Holes of 10 mm and 50 mm are assumed, £60m together [1].", passage)
+    assert mixed.tokens[-1].verdict == "UNSUPPORTED"
+
+
+def test_arithmetic_needs_operands_the_sentence_cites(finance_pages):
+    # The same sum, but its operands are cited to the other page, where they are not.
+    result = run_screen("The total revenue limit of £1,311,111 (£000) exceeded the cash requirement of "
+                        "£1,298,124 (£000) by £12,987 (£000) [2].", finance_pages)
+    assert [t.verdict for t in result.tokens] == ["MISATTRIBUTED", "MISATTRIBUTED", "UNSUPPORTED"]
+
+
+def test_money_never_matches_a_length_or_a_duration():
+    passage = ["The pipe wall was 1.3 mm thick after 47.3 years in service."]
+    assert run_screen("Repairs cost £1.3m [1].", passage).verdict == "UNSUPPORTED"
+    assert run_screen("Funding of £47.3m was received [1].", passage).verdict == "UNSUPPORTED"
+    assert run_screen("The wall was 1.3 mm thick [1].", passage).verdict == "NOT_CONTRADICTED"
+
+
+def test_made_up_percentages_on_a_cash_flow_page_do_not_pass():
+    import random
+
+    page = grampian_page(84)  # the consolidated cash flow statement: over two hundred figures
+    rng, passed, tried = random.Random(7), 0, 0
+    written = set(re.findall(r"\d+(?:\.\d+)?", page))
+    while tried < 200:
+        value = f"{rng.uniform(0.1, 99.9):.1f}"
+        if value in written:
+            continue
+        tried += 1
+        verdict = run_screen(f"Cash grew by {value}% over the year [1].", [page]).verdict
+        passed += verdict in ("NOT_CONTRADICTED", "DERIVED")
+    assert passed == 0
+
+
+def test_rounded_figure_is_refused_where_a_page_matches_random_figures_by_chance():
+    sparse = ["Capital receipts were £12,287 (£000) in the year."]
+    assert run_screen("Capital receipts were £12.3m [1].", sparse).verdict == "NOT_CONTRADICTED"
+    dense = [sparse[0] + " Other lines: " + ", ".join(f"{v:,}" for v in range(10_050, 99_950, 900))]
+    result = run_screen("Capital receipts were £12.3m [1].", dense)
+    assert result.verdict == "UNSUPPORTED"
+    assert "rounds to '£12,287 (£000)'" in result.tokens[0].evidence and "by chance" in result.tokens[0].evidence
 
 
 def test_coarse_figure_is_not_explained_by_chance_arithmetic(finance_pages):

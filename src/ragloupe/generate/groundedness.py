@@ -19,10 +19,13 @@ Each token gets a verdict, and the answer the worst of them:
   uncited sentence takes the citations of the next cited sentence of its
   paragraph, else of the previous one);
 - DERIVED: in no passage, but equal, at the precision it is written with, to
-  a sum, difference, ratio or percentage of two figures of the cited
-  passages (a variance computed from a limit and an outturn); only amounts
-  written with three significant digits or more (percentages two), since a
-  coarse figure like "£6.3 million" equals some sum of a page's figures by chance;
+  a sum, difference, ratio or percentage of two other figures of the same
+  sentence that are themselves in a passage it cites, in the same unit
+  ("exceeded by £4.8 million (£10.2 million against a target of £5.4
+  million)"). Arithmetic over the passages' own figures is never tried: a
+  page of accounts holds a hundred figures, so ten thousand pairs, and a
+  made-up figure equals one of their sums by chance
+  (benchmarks/screen_adversarial.py measures it);
 - UNSUPPORTED: none of the above;
 - UNVERIFIABLE (answer level only): the answer has no checkable token, so
   the screen has no opinion. It is never a pass.
@@ -33,14 +36,18 @@ checkable token, so a quiet screen is not mistaken for a clean one.
 Known limits, by design: the screen checks tokens, not meaning. A negated
 or otherwise wrong sentence whose figures are all in the cited passage
 passes ("the Board did not receive £47.3m"), and so does a right figure
-attached to the wrong line item of the same passage. Rounded figures match
-only when written with a scale ("£1.3m" against 1,278,771 in a £000 table).
+attached to the wrong line item of the same passage. A figure matches only
+a figure of the same unit (money never "1.3 mm" or "47.3 years"). Rounded
+figures match only when written with a scale ("£1,278.8m" against 1,278,771 in a
+£000 table), and only when the passage is sparse enough at that precision
+that a random figure would match it at most MAX_ROUNDING_CHANCE of the time.
 Number matching is ragloupe.numbers': thousands separators, currency,
 "m"/"million" and "(£000)" scale notes are normalised.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass
 from itertools import permutations
@@ -51,7 +58,11 @@ from ragloupe.numbers import Quantity, extract_quantities, same_quantity
 Verdict = Literal["NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "UNVERIFIABLE"]
 # Worst first: the answer's verdict is its worst token's.
 _SEVERITY: tuple[Verdict, ...] = ("UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "NOT_CONTRADICTED")
-MIN_DERIVED_DIGITS = 3  # significant digits an amount needs before arithmetic may explain it (percentages: 2)
+# A rounded reading ("£1,278.8m" for 1,278,771 in a £000 table) is accepted only from a passage
+# where a random figure written at the same precision and magnitude would find a
+# match at most this often. Chosen on benchmarks/screen_adversarial.py --seed 1;
+# the README reports --seed 2.
+MAX_ROUNDING_CHANCE = 0.05
 
 LIMITS = ("The screen matches figures, standards and legal acts, not meaning: a negated or "
           "misread sentence whose figures are in the cited passage passes.")
@@ -243,14 +254,27 @@ def _contains(facts: _PassageFacts, token: Checkable) -> tuple[str, int, int] | 
     claim = token.quantity
     assert claim is not None
     candidates = [other for other, unit in zip(facts.quantities, facts.units)
-                  if (claim.percent or not token.unit or unit == token.unit)
-                  and not (claim.currency and other.currency and claim.currency != other.currency)]
+                  if _same_unit(claim, token.unit, other, unit)]
     # Exact readings first, so '£0.769m' is shown as the prose '£0.769m', not a table's 769.
     for matches in (_same_as_written, _same_in_thousands, _rounded_match):
         for other in candidates:
             if matches(claim, other, facts):
                 return other.raw, other.start, other.end
     return None
+
+
+def _same_unit(claim: Quantity, claim_unit: str, other: Quantity, other_unit: str) -> bool:
+    """Units must agree: "£1.3m" is not "1.3 mm", "£47.3m" not "47.3 years", "10 m" not "10 mm".
+
+    Percentages are compared with percentages (numbers.same_quantity); two
+    currencies must be the same one; a bare figure may stand for money (a
+    table under a "£000" header writes none).
+    """
+    if claim.percent or other.percent:
+        return claim.percent and other.percent
+    if claim.currency and other.currency and claim.currency != other.currency:
+        return False
+    return claim_unit == other_unit
 
 
 def _same_as_written(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bool:
@@ -271,7 +295,8 @@ def _same_in_thousands(claim: Quantity, other: Quantity, facts: _PassageFacts) -
 
 
 def _rounded_match(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bool:
-    """'£1.3m' or '£47m' matches 1,278,771 (£000) or £47.3m at the precision written.
+    """'£1,278.8m' or '£47m' matches 1,278,771 (£000) or £47.3m at the precision written,
+    when the passage is sparse enough that this is unlikely by chance.
 
     Only a scale word ("m", "million", "bn") says a figure may be rounded; a
     "(£000)" note does not, so "£1,278,773 (£000)" does not match 1,278,771.
@@ -279,109 +304,86 @@ def _rounded_match(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bo
     written_scale = claim.scale / 1e3 if "(" in claim.raw else claim.scale
     if written_scale == 1.0 or claim.percent or other.percent:
         return False
-    step = 10 ** -_decimals(claim.raw) * claim.scale
-    readings = {other.value * other.scale}
-    if facts.thousands and other.scale == 1.0:
-        readings.add(other.value * 1e3)
-    return any(abs(r - claim.scaled) <= step / 2 for r in readings)
+    if not _rounds_to(claim, other, facts):
+        return False
+    return rounding_chance(claim.scaled, _step(claim), facts) <= MAX_ROUNDING_CHANCE
+
+
+def _rounds_to(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bool:
+    return any(abs(r - claim.scaled) <= _step(claim) / 2 for r in _amount_readings(other, facts))
+
+
+def _step(claim: Quantity) -> float:
+    """The amount the claim's last written digit stands for: £1.3m -> £0.1m."""
+    return 10 ** -_decimals(claim.raw) * claim.scale
+
+
+def _amount_readings(q: Quantity, facts: _PassageFacts) -> set[float]:
+    """The amounts a passage figure may stand for: as scaled, and in thousands under a £000 note."""
+    readings = {q.value * q.scale}
+    if facts.thousands and q.scale == 1.0:
+        readings.add(q.value * 1e3)
+    return readings
+
+
+def rounding_chance(value: float, step: float, facts: _PassageFacts) -> float:
+    """The share of the figures written at ``step`` in ``value``'s decade (for £12.3m:
+    £10.0m ... £99.9m) that some amount of the passage rounds to: how likely a
+    made-up figure at that precision and magnitude is to match the passage by
+    rounding. Measured per passage, because a £000 table matches far more
+    than a page of prose."""
+    if value <= 0 or step <= 0:
+        return 1.0
+    low = 10 ** math.floor(math.log10(value))
+    high = low * 10
+    grid = {round(r / step) for q, unit in zip(facts.quantities, facts.units)
+            if not q.percent and not unit for r in _amount_readings(q, facts) if low <= r < high}
+    return len(grid) / max(1.0, (high - low) / step)
 
 
 # ----------------------------------------------------------------------------
-# Arithmetic over passage figures
+# Arithmetic over the sentence's own figures
 
 
-def _derivation(token: Checkable, facts: Sequence[_PassageFacts],
-                stated: frozenset[float] = frozenset()) -> str | None:
-    """'£0.769m = 1,278,771 − 1,278,002 (passage [1])' when the figure is
-    arithmetic over two figures of the passages, at the precision it is written with.
+def _derivation(token: Checkable, operands: Sequence[Checkable]) -> str | None:
+    """'£4.8 million = £10.2 million − £5.4 million' when the figure is a sum, difference,
+    ratio or percentage of two ``operands`` (other figures of its sentence, each in
+    a passage the sentence cites), at the precision it is written with.
 
-    A page of accounts holds a hundred figures, so ten thousand pairs: a
-    figure written with one or two significant digits ("£6.3 million") equals
-    some sum or difference by chance. So a derivation needs a figure with at
-    least MIN_DERIVED_DIGITS significant digits (a percentage one fewer: "1.9%"
-    from 9,767 and 9,581 is a typical change), and uses only the passages
-    the sentence cites (all passages when it cites none), never years. A
-    coarser figure is derived only from figures the answer itself states
-    (``stated``): "£4.8m (£10.2m against a target of £5.4m)" shows its working.
+    The operands are what the answer states and cites, never a passage's other
+    figures: a handful of pairs, so a made-up figure almost never matches by
+    chance, where the hundred figures of a page of accounts would.
     """
     claim = token.quantity
     if claim is None:
         return None
-    coarse = _significant_digits(claim.raw) < MIN_DERIVED_DIGITS - claim.percent
-    if coarse and not stated:
-        return None
-    operands: list[tuple[Quantity, int, bool]] = []
-    seen: set[tuple[float, int]] = set()
-    # Figures combine only with figures of the same unit (none for money and
-    # counts); a percentage is made of two figures without one.
-    operand_unit = "" if claim.percent else token.unit
-    for passage in facts:
-        for q, unit in zip(passage.quantities, passage.units):
-            if q.percent or not q.distinctive or _is_year(q) or unit != operand_unit \
-                    or (q.value, passage.number) in seen:
-                continue
-            if coarse and not any(_close(q.scaled, v, 0.0) for v in stated):
-                continue
-            seen.add((q.value, passage.number))
-            operands.append((q, passage.number, passage.thousands))
-    step = 10 ** -_decimals(claim.raw) * (1.0 if claim.percent else claim.scale)
-    readings = [(q, number, _readings(q, thousands, None if claim.percent else step))
-                for q, number, thousands in operands]
-    for (a, pa, a_readings), (b, pb, b_readings) in permutations(readings, 2):
-        for x in a_readings:
-            for y in b_readings:
-                for name, value in _combinations(x, y, claim.percent, ratio=_dimensionless(claim, token)):
-                    if _close(value, claim.scaled, step / 2):
-                        where = f"passage [{pa}]" if pa == pb else f"passages [{pa}], [{pb}]"
-                        return f"{token.raw} = {name.format(a=a.raw, b=b.raw)} ({where})"
+    targets = [(claim.scaled, 10 ** -_decimals(claim.raw) * (1.0 if claim.percent else claim.scale))]
+    if claim.scale != 1.0 and not claim.percent:  # '£12,987 (£000)' from 1,311,111 − 1,298,124 as written
+        targets.append((claim.value, 10 ** -_decimals(claim.raw)))
+    for a, b in permutations(operands, 2):
+        for name, value in _combinations(token, a, b):
+            if any(_close(value, target, step / 2) for target, step in targets):
+                return f"{token.raw} = {name.format(a=a.raw, b=b.raw)}, both stated in its sentence and cited"
     return None
 
 
-def _readings(q: Quantity, thousands: bool, step: float | None) -> list[float]:
-    """The amounts an operand may stand for, at the claim's precision.
-
-    A bare figure in a passage with a £000 note may be thousands. With a
-    ``step`` (amount claims), a reading finer than the claim is written in is
-    dropped: "£461,043 (£000)" is not 461,044 − 1.1, nor is "£10.3m"
-    £10.2m + £0.131m; sums and differences of figures are only as precise as
-    their operands.
-    """
-    values = [q.scaled] + ([q.value * 1e3] if thousands and q.scale == 1.0 else [])
-    if step is None:
-        return values
-    return [v for v in values if abs(v / step - round(v / step)) < 1e-6]
-
-
-def _significant_digits(raw: str) -> int:
-    """'£6.3 million' -> 2, '£12,987' -> 5, '0.06%' -> 1, '1,300' -> 2 (trailing zeros of an integer do not count)."""
-    digits = re.sub(r"\D", "", re.sub(r"\(.*", "", raw))
-    if "." not in raw:
-        digits = digits.rstrip("0")
-    return len(digits.lstrip("0"))
-
-
-def _is_year(q: Quantity) -> bool:
-    return not (q.currency or q.percent or q.scale != 1.0) and "," not in q.raw and "." not in q.raw \
-        and 1900 <= q.value <= 2100
-
-
-def _dimensionless(claim: Quantity, token: Checkable) -> bool:
-    """A ratio of two amounts has no unit: it can only explain a bare figure."""
-    return not (claim.currency or token.unit or claim.scale != 1.0)
-
-
-def _combinations(x: float, y: float, percent: bool, ratio: bool) -> list[tuple[str, float]]:
-    """The arithmetic the screen tries: a percentage (share or change) for a percent
-    claim; a sum or difference, and a ratio for a bare figure, otherwise."""
-    if percent:
-        out = []
-        if y:
-            out.append(("{a} / {b} × 100", x / y * 100))
-            out.append(("({a} − {b}) / {b} × 100", (x - y) / y * 100))
-        return out
-    out = [("{a} + {b}", x + y), ("{a} − {b}", x - y)]
-    if y and ratio:
-        out.append(("{a} / {b}", x / y))
+def _combinations(token: Checkable, a: Checkable, b: Checkable) -> list[tuple[str, float]]:
+    """The arithmetic tried for ``token`` over two figures whose units agree with it:
+    a sum or difference in the same unit (percentage points included); a share
+    or change in percent of two figures of one unit; a ratio for a bare figure."""
+    claim, x, y = token.quantity, a.quantity, b.quantity
+    assert claim is not None and x is not None and y is not None
+    if not _same_unit(x, a.unit, y, b.unit):
+        return []
+    out: list[tuple[str, float]] = []
+    if _same_unit(claim, token.unit, x, a.unit):
+        out += [("{a} + {b}", x.scaled + y.scaled), ("{a} − {b}", x.scaled - y.scaled)]
+    if claim.percent and not x.percent and y.scaled:
+        out += [("{a} / {b} × 100", x.scaled / y.scaled * 100),
+                ("({a} − {b}) / {b} × 100", (x.scaled - y.scaled) / y.scaled * 100)]
+    bare = not (claim.percent or claim.currency or token.unit or claim.scale != 1.0)
+    if bare and y.scaled:
+        out.append(("{a} / {b}", x.scaled / y.scaled))
     return [(name, value) for name, value in out if value > 0]
 
 
@@ -468,15 +470,18 @@ def screen(answer_text: str, citations: Sequence[Any], passages: Sequence[Any]) 
     facts = [_facts(number, text) for number, text in enumerate(texts, start=1)]
     sentences = split_sentences(answer_text)
     cited_by_sentence = _sentence_citations(answer_text, sentences, citations)
-    checks: list[TokenCheck] = []
-    checkable_sentences: set[int] = set()
     tokens = extract_checkables(answer_text)
-    for token in tokens:
-        index = next((i for i, (s, e) in enumerate(sentences) if s <= token.start < e), len(sentences) - 1)
-        checkable_sentences.add(index)
-        cited = cited_by_sentence[index] if sentences else ()
-        stated = frozenset(t.quantity.scaled for t in tokens if t.quantity and t is not token)
-        checks.append(_check(token, index, cited, facts, stated))
+    sentence_of = [next((i for i, (s, e) in enumerate(sentences) if s <= t.start < e), len(sentences) - 1)
+                   for t in tokens]
+    cited_for = [cited_by_sentence[i] if sentences else () for i in sentence_of]
+    found = [{f.number: written for f in facts if (written := _contains(f, t)) is not None} for t in tokens]
+    checks: list[TokenCheck] = []
+    for i, token in enumerate(tokens):
+        operands = [other for j, other in enumerate(tokens)
+                    if j != i and other.quantity is not None and sentence_of[j] == sentence_of[i]
+                    and any(n in found[j] for n in cited_for[i])]
+        checks.append(_check(token, sentence_of[i], cited_for[i], found[i], facts, operands))
+    checkable_sentences = set(sentence_of)
     verdict: Verdict = "UNVERIFIABLE"
     if checks:
         verdict = next(v for v in _SEVERITY if any(c.verdict == v for c in checks))
@@ -488,9 +493,8 @@ def screen_answer(answer: Any) -> Screen:
     return screen(answer.text, answer.citations, answer.passages)
 
 
-def _check(token: Checkable, sentence: int, cited: tuple[int, ...],
-           facts: Sequence[_PassageFacts], stated: frozenset[float] = frozenset()) -> TokenCheck:
-    found = {f.number: written for f in facts if (written := _contains(f, token)) is not None}
+def _check(token: Checkable, sentence: int, cited: tuple[int, ...], found: dict[int, tuple[str, int, int]],
+           facts: Sequence[_PassageFacts], operands: Sequence[Checkable]) -> TokenCheck:
     in_cited = [n for n in cited if n in found]
 
     def make(verdict: Verdict, evidence: str) -> TokenCheck:
@@ -504,10 +508,25 @@ def _check(token: Checkable, sentence: int, cited: tuple[int, ...],
     cited_note = f"cited {_numbers(cited)}" if cited else "no citation"
     if found:
         return make("MISATTRIBUTED", f"in passage {_numbers(found)}, but {cited_note}")
-    derived = _derivation(token, [f for f in facts if f.number in cited] if cited else facts, stated)
+    derived = _derivation(token, operands)
     if derived:
         return make("DERIVED", derived)
-    return make("UNSUPPORTED", f"in none of the {len(facts)} passages ({cited_note})")
+    return make("UNSUPPORTED", f"in none of the {len(facts)} passages ({cited_note})"
+                + _rounding_note(token, [f for f in facts if f.number in cited]))
+
+
+def _rounding_note(token: Checkable, cited: Sequence[_PassageFacts]) -> str:
+    """Why a figure that rounds to one of a cited passage's was not accepted."""
+    claim = token.quantity
+    if claim is None or claim.percent or claim.scale == 1.0 or "(" in claim.raw:
+        return ""
+    for facts in cited:
+        for other, unit in zip(facts.quantities, facts.units):
+            if not unit and not other.percent and _rounds_to(claim, other, facts):
+                chance = rounding_chance(claim.scaled, _step(claim), facts)
+                return (f"; it rounds to '{other.raw}' in passage [{facts.number}], but "
+                        f"{chance:.0%} of figures written this precisely would match that passage by chance")
+    return ""
 
 
 def _numbers(numbers: Iterable[int]) -> str:
