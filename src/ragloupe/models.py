@@ -177,6 +177,7 @@ class Hit:
     # None when the question names no period).
     doc_period: str = ""
     period_match: float | None = None
+    rrf_score: float | None = None  # weighted RRF over the mode's engines, whatever fusion ranked the hit
 
 
 @dataclass(frozen=True)

@@ -154,10 +154,10 @@ def _summary(ranking: Ranking) -> list[str]:
 
 def format_ranking(ranking: Ranking) -> str:
     header = ["rank", "doc", "page", "section", "dense rank/sim", "bm25 rank/score",
-              "fused", "score", "rerank", "margin", "first words"]
+              "fused", "rrf", "score", "rerank", "margin", "first words"]
     rows = [[str(h.rank), h.chunk.doc_id, _where(h), first_words(h.chunk.section, 24),
              _engine_cell(h.per_engine.get("dense"), 3), _engine_cell(h.per_engine.get("bm25"), 2),
-             _num(h.fused_score), _num(h.score), _change(h.rerank_change), _num(h.margin),
+             _num(h.fused_score), _num(h.rrf_score), _num(h.score), _change(h.rerank_change), _num(h.margin),
              first_words(h.chunk.text)] for h in ranking.hits]
     if not rows:
         return "\n".join([f"no hits for {ranking.query!r}"] + _summary(ranking))

@@ -163,6 +163,47 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
     if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
         raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: "
                             "run `ragloupe index <files>` first")
+    periods = None
+    if analysis is not None:
+        with _timed(timings, "period"):
+            periods = doc_periods.document_periods(store, settings)
+    staged = replay(plan, search_text, lists, settings, timings, analysis, periods)
+    timings["total"] = time.perf_counter() - started
+    return Ranking(
+        query=query, mode=mode, hits=tuple(staged.hits[:k]), timings=timings, pages=tuple(staged.pages),
+        rewrite=rewrite.rewrite if rewrite else None,
+        rewrite_used=bool(rewrite and rewrite.used),
+        rewrite_note=rewrite.note if rewrite else "",
+        cut_at=staged.cut_at, filters=filters, fusion=staged.fusion, reranker=staged.reranker,
+        candidates=staged.candidates,
+        query_analysis={**analysis.summary(), "bm25_expansion": expansion} if analysis else {})
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What the stages after the engines made of their lists: hits (after any cut) and the page view."""
+
+    hits: list[Hit]
+    pages: list
+    fusion: str
+    reranker: str
+    cut_at: int | None
+    candidates: int
+
+
+def replay(plan: ModePlan, search_text: str, lists: dict[str, list[engines.EngineHit]],
+           settings: Settings, timings: dict[str, float] | None = None,
+           analysis: query_analysis.QueryAnalysis | None = None,
+           periods: dict[str, query_analysis.DocumentPeriod] | None = None) -> Staged:
+    """Fusion, rerank, period preference, cut and page view: everything search() does after the engines.
+
+    search() calls this on the lists it just fetched; ``ragloupe tune`` calls it
+    on lists fetched once over the largest window, cut to each configuration's
+    window, so a configuration costs a replay instead of a search. ``analysis``
+    and ``periods`` (each document's fiscal period) are given when query
+    analysis is on.
+    """
+    timings = timings if timings is not None else {}
     with _timed(timings, "fusion"):
         candidates, fused_by = _fuse(plan, lists, settings)
     reranker = ""
@@ -171,23 +212,14 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
             candidates, reranker = _rerank(plan, search_text, candidates, settings)
     if analysis is not None:
         with _timed(timings, "period"):
-            candidates = _prefer_period(analysis, candidates, doc_periods.document_periods(store, settings),
-                                        settings.period_boost)
+            candidates = _prefer_period(analysis, candidates, periods or {}, settings.period_boost)
     with _timed(timings, "aggregate"):
         hits = _finish(candidates)
         cut_at = cut.cut_position([h.score for h in hits], settings.dynamic_cut,
                                   settings.dynamic_cut_value)
         kept = hits[:cut_at] if cut_at is not None else hits
         pages = aggregate.aggregate_pages(kept, settings.page_aggregation, settings.rrf_k)
-    timings["total"] = time.perf_counter() - started
-    return Ranking(
-        query=query, mode=mode, hits=tuple(kept[:k]), timings=timings, pages=tuple(pages),
-        rewrite=rewrite.rewrite if rewrite else None,
-        rewrite_used=bool(rewrite and rewrite.used),
-        rewrite_note=rewrite.note if rewrite else "",
-        cut_at=cut_at, filters=filters, fusion=fused_by, reranker=reranker,
-        candidates=len(candidates),
-        query_analysis={**analysis.summary(), "bm25_expansion": expansion} if analysis else {})
+    return Staged(kept, pages, fused_by, reranker, cut_at, len(candidates))
 
 
 # Query vectors of recent questions: an evaluation sweep asks the same 150
@@ -221,9 +253,9 @@ def _check_settings(settings: Settings) -> None:
             raise InvalidSearch(f"RAGLOUPE_{name.upper()}={value!r} is not one of {', '.join(allowed)}")
 
 
-# The stages below (_fuse, _rerank, _finish) are also replayed over cached
-# engine lists by benchmarks/tune_defaults.py to sweep settings cheaply:
-# their signatures are a seam, change them together.
+# The stages below (_fuse, _rerank, _finish) run inside replay(), which
+# ragloupe tune (evaluate/tuning.py) calls over cached engine lists to sweep
+# settings cheaply: their signatures are a seam, change them together.
 
 
 @dataclass
@@ -238,6 +270,7 @@ class _Candidate:
     rerank_change: int | None = None
     doc_period: str = ""
     period_match: float | None = None
+    rrf_score: float | None = None
 
 
 def _fuse(plan: ModePlan, lists: dict[str, list[engines.EngineHit]],
@@ -255,15 +288,19 @@ def _fuse(plan: ModePlan, lists: dict[str, list[engines.EngineHit]],
     def annotate(chunk_id: str) -> dict[str, EngineScore]:
         return {engine: view.get(chunk_id, EngineScore(None, None)) for engine, view in engine_views.items()}
 
+    weights = {"dense": settings.weight_dense, "bm25": settings.weight_bm25}
+    scored = {e: [(h.chunk.chunk_id, h.score) for h in lists[e]] for e in plan.engines}
+    # The RRF score of every candidate, whatever orders it: shown beside the
+    # fusion that ranks, so a reader can see where plain RRF would have put it.
+    rrf_scores = {f.id: f.score for f in fusion.fuse("rrf", scored, weights, settings.rrf_k)}
     if len(plan.engines) == 1:
         (engine,) = plan.engines
-        return [_Candidate(by_id[h.chunk.chunk_id], annotate(h.chunk.chunk_id), h.score)
+        return [_Candidate(by_id[h.chunk.chunk_id], annotate(h.chunk.chunk_id), h.score,
+                           rrf_score=rrf_scores.get(h.chunk.chunk_id))
                 for h in lists[engine]], ""
-    weights = {"dense": settings.weight_dense, "bm25": settings.weight_bm25}
-    fused = fusion.fuse(settings.fusion,
-                        {e: [(h.chunk.chunk_id, h.score) for h in lists[e]] for e in plan.engines},
-                        weights, settings.rrf_k)
-    return [_Candidate(by_id[f.id], annotate(f.id), f.score, fused_score=f.score)
+    fused = fusion.fuse(settings.fusion, scored, weights, settings.rrf_k)
+    return [_Candidate(by_id[f.id], annotate(f.id), f.score, fused_score=f.score,
+                       rrf_score=rrf_scores.get(f.id))
             for f in fused], settings.fusion
 
 
@@ -322,7 +359,7 @@ def _finish(candidates: list[_Candidate]) -> list[Hit]:
             per_engine=candidate.per_engine, fused_score=candidate.fused_score,
             rerank_score=candidate.rerank_score, rerank_change=candidate.rerank_change,
             doc_period=candidate.doc_period, period_match=candidate.period_match,
-            margin=float(candidate.score - following.score) if following else None))
+            rrf_score=candidate.rrf_score, margin=float(candidate.score - following.score) if following else None))
     return hits
 
 

@@ -1,0 +1,117 @@
+"""`ragloupe tune`: choose retrieval settings out-of-fold and say how much of the win is selection luck.
+
+    ragloupe tune [GOLDSET ...] [--scope doc|all] [--space small|full] [--set NAME=VALUE]
+                  [--apply [--env-file PATH]] [--json]
+
+With no GOLDSET, the shipped Grampian gold sets. Each document (or chapter
+group, for records) is held out in turn: the configuration best on the
+others is scored on it. The report gives the in-sample best, the out-of-fold
+figure of the whole procedure with 95% bootstrap CIs, the gap between them,
+and a paired test against the settings in force; it is written under
+RAGLOUPE_RUNS_DIR. --apply writes the chosen settings to .env only when the
+out-of-fold figure beats the settings in force with that test.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ragloupe.cli import CommandResult, add_json_flag
+from ragloupe.config import PROJECT_ROOT
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("tune", help="choose retrieval settings with out-of-fold selection",
+                            description=__doc__.splitlines()[0])
+    parser.add_argument("goldsets", nargs="*", metavar="GOLDSET",
+                        help="gold-set JSON files (default: the shipped Grampian gold sets)")
+    parser.add_argument("--scope", choices=("doc", "all"), default="doc",
+                        help="doc: each question searches its own document; all: the whole index")
+    parser.add_argument("--space", choices=("small", "full"), default="full",
+                        help="configurations tried: small (a handful) or full (about a thousand)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
+                        help="override a setting the configurations do not fix, e.g. --set top_k=5")
+    parser.add_argument("--apply", action="store_true",
+                        help="write the chosen settings to .env if they beat the current ones out-of-fold")
+    parser.add_argument("--env-file", default=None, metavar="PATH",
+                        help="the .env file --apply writes (default: the project's .env)")
+    add_json_flag(parser)
+    parser.set_defaults(handler=handle)
+
+
+def default_goldsets() -> list[Path]:
+    return sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
+
+
+def handle(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.cli.eval_cmd import BadOption, settings_with
+    from ragloupe.evaluate.goldset import load_goldset
+    from ragloupe.evaluate.tuning import apply_to_env, tune
+
+    settings = settings_with(args.overrides)
+    paths = [Path(p) for p in args.goldsets] or default_goldsets()
+    if not paths:
+        raise BadOption("no gold set given and none shipped under data/benchmarks/grampian/eval")
+    goldsets = [load_goldset(path) for path in paths]
+    report = tune(goldsets, scope=args.scope, space=args.space, settings=settings)
+    applied, apply_note = False, ""
+    if args.apply:
+        applied, apply_note = apply_to_env(report, Path(args.env_file) if args.env_file else None)
+    data = summary(report)
+    data.update({"applied": applied, "apply_note": apply_note})
+    return CommandResult(data, render(report, apply_note))
+
+
+def summary(report) -> dict:
+    """What --json prints: the headline parts of the report and where the whole of it is."""
+    d = report.data
+    keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
+            "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
+            "decision", "replay_check")
+    return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys},
+            "timings": report.timings}
+
+
+def _figure(estimate: dict) -> str:
+    if estimate.get("ci_low") is None:
+        return f"{estimate['mean']:.3f}"
+    return f"{estimate['mean']:.3f} [{estimate['ci_low']:.2f}-{estimate['ci_high']:.2f}]"
+
+
+def render(report, apply_note: str = "") -> str:
+    d = report.data
+    oof, best = d["out_of_fold"]["figures"], d["in_sample_best"]["figures"]
+    current, bm25 = d["current"]["figures"], d["bm25_alone"]["figures"]
+    lines = [f"tune {report.run_id}  scope={d['scope']} space={d['space']} "
+             f"questions={d['n_questions']} configurations={d['n_configs']}",
+             f"report: {report.path}",
+             f"held out in turn: " + ", ".join(f"{g} ({n})" for g, n in d["groups"].items()), ""]
+    header = f"{'':<34}{'Hit@1':>20}{'Hit@3':>20}{'MRR':>20}"
+    lines.append(header)
+    for label, fig in (("out-of-fold (the procedure)", oof), ("in-sample best", best),
+                       ("settings in force", current), ("bm25 alone", bm25)):
+        lines.append(f"{label:<34}{_figure(fig['hit@1']):>20}{_figure(fig['hit@3']):>20}{_figure(fig['mrr']):>20}")
+    gap = d["optimism_gap"]
+    lines += ["", f"optimism gap (in-sample minus out-of-fold): Hit@1 {gap['hit@1']:+.3f}, "
+                  f"MRR {gap['mrr']:+.3f}, objective {gap['objective']:+.3f}",
+              f"in-sample best: {d['in_sample_best']['label']}"]
+    for fold in d["out_of_fold"]["folds"]:
+        lines.append(f"  held out {fold['held_out']}: chose {fold['label']} -> Hit@1 {fold['held_out_hit@1']:.3f}, "
+                     f"MRR {fold['held_out_mrr']:.3f}")
+    for name, label in (("current", "the settings in force"), ("bm25", "bm25 alone")):
+        test = d["versus"][name]["objective"]
+        lines.append(f"out-of-fold vs {label}: objective {test['diff']:+.3f} "
+                     f"[{_num(test['ci_low'])}, {_num(test['ci_high'])}], p = {test['p_value']:.3f}")
+    check = d["replay_check"]
+    if check["mismatches"]:
+        lines.append(f"warning: the replay differed from search() on {len(check['mismatches'])} of "
+                     f"{check['checked']} checks: {', '.join(check['mismatches'])}")
+    lines.append(f"would apply: {'yes' if d['decision']['apply'] else 'no'} ({d['decision']['reason']})")
+    if apply_note:
+        lines.append(apply_note)
+    return "\n".join(lines)
+
+
+def _num(value) -> str:
+    return "—" if value is None else f"{value:+.3f}"

@@ -1,0 +1,656 @@
+"""Out-of-fold tuning: choose retrieval settings on some documents, score the choice on others.
+
+A figure picked as the best of many configurations on the same questions it
+is reported on is optimistic: some of the win is selection luck. ``tune``
+measures the whole selection procedure instead, by grouped cross-validation:
+
+1. Questions are grouped by document (a report of a page-level gold set;
+   for record gold sets, a top-level chapter of the records file), so a fold
+   never has questions of one document on both sides.
+2. For each group in turn, every configuration of the search space is scored
+   on the OTHER groups and the best (objective: the mean of Hit@1 and the
+   reciprocal rank cut at 10, over questions) is scored on the held-out group.
+   Learned fusion is trained on the training groups only, and its training
+   score is itself an inner leave-one-group-out figure, never a fit to
+   the questions it is scored on.
+3. The held-out questions of all folds, concatenated, are the out-of-fold
+   figure of the procedure, with bootstrap CIs; beside it, the in-sample best
+   (chosen and scored on all questions) and the gap between the two.
+
+Speed: the engines run once per question over the largest window; each
+configuration replays search()'s later stages (search.replay) over those
+lists, so a configuration costs milliseconds. A self-check replays a few
+questions through search() itself and reports any difference.
+
+The report is written as JSON under runs_dir (schema ragloupe.tune/1), byte-
+identical on rerun apart from its ``timings``. ``apply_to_env`` writes the
+chosen settings to .env only when the out-of-fold figure beats the current
+settings with a paired test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ragloupe.config import PROJECT_ROOT, Settings, get_settings
+from ragloupe.errors import GoldSetInvalid, RagloupeError, RunNotFound
+from ragloupe.evaluate import metrics as M
+from ragloupe.evaluate.goldset import GoldQuery, GoldSet, load_goldset
+from ragloupe.evaluate.runs import BOOTSTRAP_SEED, FLOAT_DIGITS, canonical_json, content_hash
+from ragloupe.evaluate.stats import paired_bootstrap_ci, paired_permutation_p
+
+SCHEMA = "ragloupe.tune/1"
+KS = (1, 3, 5, 10)
+SCOPES = ("doc", "all")
+SPACES = ("small", "full")
+# The settings a configuration fixes. Everything else comes from the settings in force.
+KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "bm25_k1", "bm25_b",
+         "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost")
+# Knobs that change what an engine lists (the others act after the engines): query
+# analysis adds the written variants of a question's periods and codes to BM25's query.
+ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis")
+Progress = Callable[[float, str], None]
+
+
+class TuningError(RagloupeError):
+    """Tuning cannot run as asked (too few documents to hold one out, an unknown space ...)."""
+
+
+# --- what is searched -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Config:
+    """One point of the search space: a mode and a value for every knob."""
+
+    mode: str
+    knobs: tuple[tuple[str, Any], ...]  # (name, value) in KNOBS order
+
+    @classmethod
+    def of(cls, mode: str, base: Settings, **changes: Any) -> "Config":
+        values = {name: getattr(base, name) for name in KNOBS}
+        values.update(changes)
+        return cls(mode, tuple((name, _plain(values[name])) for name in KNOBS))
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.knobs)
+
+    def engine_key(self) -> tuple:
+        values = self.settings
+        return tuple(values[name] for name in ENGINE_KNOBS)
+
+    def label(self) -> str:
+        """A short, readable name: 'hybrid minmax 1.5:1 w100 max k1=1.5 b=0.75 +qa'."""
+        v = self.settings
+        bm25 = f"k1={v['bm25_k1']:g} b={v['bm25_b']:g}"
+        qa = (f" +qa{' boost' + format(v['period_boost'], 'g') if v['period_boost'] else ''}"
+              if v["query_analysis"] else "")
+        if self.mode in ("dense", "bm25"):
+            base = f"dense w{v['candidate_window']}" if self.mode == "dense" else f"bm25 {bm25}"
+            return base + qa
+        fusion = v["fusion"] + (f"{v['rrf_k']}" if v["fusion"] == "rrf" else "")
+        rerank = f" +lexrerank{v['lexical_rerank_weight']:g}" if self._reranks else ""
+        return (f"{self.mode.split('+')[0]} {fusion} {v['weight_dense']:g}:{v['weight_bm25']:g} "
+                f"w{v['candidate_window']} {v['page_aggregation']} {bm25}{rerank}{qa}")
+
+    @property
+    def _reranks(self) -> bool:
+        return "rerank" in self.mode.split("+") or bool(self.settings["lexical_rerank"])
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, **self.settings}
+
+
+def _plain(value: Any) -> Any:
+    """Settings values in one spelling (1.0 and 1 are the same weight)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def search_space(settings: Settings, space: str = "full", scope: str = "doc") -> list[Config]:
+    """The configurations tried, the settings in force first (ties keep them).
+
+    ``small`` is a handful of contrasting points (for tests and a quick look);
+    ``full`` crosses BM25's k1 and b, query analysis on and off, fusion method
+    (RRF k 10 and 60, min-max), weights from dense-heavy to lexical-heavy,
+    candidate window and page aggregation. The period boost is tried only in
+    the whole-index scope: with one document per question it changes nothing.
+    """
+    if space not in SPACES:
+        raise TuningError(f"unknown search space {space!r}; use one of {', '.join(SPACES)}")
+    boosts = (0.0, 0.5, 2.0) if scope == "all" else (0.0,)
+    if "rewrite" in settings.mode.split("+"):
+        raise TuningError(f"tune cannot replay the mode in force ({settings.mode}): query rewriting asks "
+                          "an LLM per question; tune a mode without +rewrite (--set mode=hybrid)")
+    off = {"query_analysis": False, "period_boost": 0.0, "lexical_rerank": False}
+    current = Config.of(settings.mode, settings)
+    configs = [current, Config.of("bm25", settings, **off), Config.of("dense", settings, **off)]
+    if space == "small":
+        hybrid = {**off, "page_aggregation": "max"}
+        configs += [Config.of("hybrid", settings, **{**hybrid, "fusion": "rrf", "rrf_k": 60, "weight_dense": 1,
+                                                     "weight_bm25": 1, "candidate_window": 50}),
+                    Config.of("hybrid", settings, **{**hybrid, "fusion": "minmax", "weight_dense": 1,
+                                                     "weight_bm25": 2, "candidate_window": 100}),
+                    Config.of("hybrid", settings, **{**hybrid, "fusion": "minmax", "weight_dense": 1,
+                                                     "weight_bm25": 1, "candidate_window": 100,
+                                                     "query_analysis": True, "period_boost": boosts[-1]})]
+        return _unique(configs)
+    weights = ((1.5, 1), (1, 1), (1, 1.5), (1, 2), (1, 3))
+    fusions = [{"fusion": "rrf", "rrf_k": 10}, {"fusion": "rrf", "rrf_k": 60}, {"fusion": "minmax"}]
+    bm25_params = ((1.5, 0.75), (1.2, 0.75), (0.9, 0.4), (1.5, 1.0))
+    for (k1, b), analysed in itertools.product(bm25_params, (False, True)):
+        for boost in boosts if analysed else (0.0,):
+            engine = {"bm25_k1": k1, "bm25_b": b, "query_analysis": analysed, "period_boost": boost,
+                      "lexical_rerank": False}
+            configs.append(Config.of("bm25", settings, **engine))
+            for fusion, (wd, wb), window, aggregation in itertools.product(
+                    fusions, weights, (50, 100), ("max", "sum")):
+                configs.append(Config.of("hybrid", settings, **engine, **fusion, weight_dense=wd,
+                                         weight_bm25=wb, candidate_window=window, page_aggregation=aggregation))
+    for wd, wb in ((1.5, 1), (1, 1), (1, 2)):
+        configs.append(Config.of("hybrid+rerank", settings, **off, fusion="minmax", weight_dense=wd,
+                                 weight_bm25=wb, candidate_window=100, page_aggregation="max",
+                                 lexical_rerank_weight=0.3))
+    return _unique(configs)
+
+
+def _unique(configs: Iterable[Config]) -> list[Config]:
+    return list(dict.fromkeys(configs))
+
+
+# --- the questions and their groups ----------------------------------------------
+
+@dataclass(frozen=True)
+class TuneQuestion:
+    query: GoldQuery
+    group: str  # the document (or chapter group) this question is held out with
+
+
+def group_of(query: GoldQuery) -> str:
+    """The unit of held-out data: a report for page-level gold, a top-level chapter for records.
+
+    Records of one file are one document; grouping them by their first
+    expected record's top chapter ("4.6.1" -> "4") keeps questions about
+    neighbouring sections of one chapter on the same side of a fold.
+    """
+    if query.expected_records:
+        chapter = re.split(r"[.\s]", query.expected_records[0].strip(), maxsplit=1)[0] or "?"
+        return f"{query.doc_id}:{chapter}"
+    return query.doc_id
+
+
+def tune_questions(goldsets: Sequence[GoldSet]) -> list[TuneQuestion]:
+    return [TuneQuestion(q, group_of(q)) for g in goldsets for q in g.queries]
+
+
+@dataclass(frozen=True)
+class Fold:
+    held_out: str
+    train: np.ndarray  # indices into the question list
+    test: np.ndarray
+
+
+def grouped_folds(groups: Sequence[str]) -> list[Fold]:
+    """Leave one group out: one fold per group, sorted by group name.
+
+    A group is on one side of every fold: its questions are all in ``test``
+    of its own fold and all in ``train`` of the others.
+    """
+    names = sorted(set(groups))
+    if len(names) < 2:
+        raise TuningError(f"out-of-fold tuning needs questions from at least two documents "
+                          f"(or chapter groups); these come from {len(names)}: {', '.join(names) or 'none'}")
+    labels = np.asarray(groups)
+    return [Fold(name, np.flatnonzero(labels != name), np.flatnonzero(labels == name)) for name in names]
+
+
+# --- scoring every configuration on every question -------------------------------
+
+METRICS = tuple(M.metric_names(KS))  # hit@k, recall@k, ndcg@k for each k, then rr
+_HIT1, _RR = METRICS.index("hit@1"), METRICS.index("rr")
+
+
+def objective_per_query(scores: np.ndarray) -> np.ndarray:
+    """The selection objective of each question: the mean of its Hit@1 and reciprocal rank."""
+    return (scores[..., _HIT1] + scores[..., _RR]) / 2.0
+
+
+@dataclass
+class EngineLists:
+    """Each question's engine lists over the largest window, per BM25 setting, and what replay needs."""
+
+    dense: list[list] = field(default_factory=list)
+    bm25: dict[tuple, list[list]] = field(default_factory=dict)
+    analyses: list = field(default_factory=list)  # each question's QueryAnalysis
+    periods: dict = field(default_factory=dict)  # doc_id -> DocumentPeriod (query analysis)
+
+
+def fetch_lists(questions: Sequence[TuneQuestion], configs: Sequence[Config], scope: str,
+                settings: Settings, store, embedder, progress: Progress | None = None) -> EngineLists:
+    """Run the engines once per question: dense once, BM25 once per engine setting in the space."""
+    from ragloupe.retrieve import doc_periods, engines, query_analysis
+    from ragloupe.retrieve import search as S
+
+    window = max(max(int(c.settings["candidate_window"]), 10) for c in configs)
+    lists = EngineLists()
+    lists.analyses = [query_analysis.analyze(tq.query.question, settings.fiscal_year_start_month)
+                      for tq in questions]
+    if any(c.settings["query_analysis"] for c in configs):
+        lists.periods = doc_periods.document_periods(store, settings)
+    needs_dense = any(c.mode.split("+")[0] in ("dense", "hybrid") for c in configs)
+    for position, tq in enumerate(questions):
+        filters = _filters(tq.query, scope)
+        if needs_dense:
+            embedding = S._embed_query(embedder, tq.query.question)
+            lists.dense.append(engines.dense_search(store, embedding, window, filters))
+        if progress and position % 10 == 0:
+            progress(0.3 * position / max(len(questions), 1), "dense engine")
+    for key in sorted({c.engine_key() for c in configs}):
+        engine_settings = dict(zip(ENGINE_KNOBS, key))
+        index = engines.lexical_index(store, settings.replace(**engine_settings))
+        lists.bm25[key] = [
+            engines.bm25_search(index, tq.query.question, window, _filters(tq.query, scope),
+                                query_analysis.bm25_expansion(analysis) if engine_settings["query_analysis"] else ())
+            for tq, analysis in zip(questions, lists.analyses)]
+    return lists
+
+
+def _filters(query: GoldQuery, scope: str) -> dict:
+    from ragloupe.retrieve import search as S
+
+    return S.normalise_filters({"doc_ids": [query.doc_id]}) if scope == "doc" else {}
+
+
+def replay_one(question: TuneQuestion, position: int, config: Config, configured: Settings,
+               lists: EngineLists):
+    """search()'s stages after the engines for one question, over its cached engine lists."""
+    from ragloupe.retrieve import search as S
+
+    plan = S.parse_mode(config.mode)
+    window = max(int(configured.candidate_window), 10)
+    available = {"dense": lists.dense[position] if lists.dense else None,
+                 "bm25": lists.bm25[config.engine_key()][position] if config.engine_key() in lists.bm25 else None}
+    cut_lists = {engine: available[engine][:window] for engine in plan.engines}
+    analysis = lists.analyses[position] if configured.query_analysis else None
+    return S.replay(plan, question.query.question, cut_lists, configured, analysis=analysis,
+                    periods=lists.periods if analysis is not None else None)
+
+
+def ranked_units(question: TuneQuestion, position: int, config: Config, settings: Settings,
+                 lists: EngineLists) -> list[str]:
+    """The unit ranking search() would give under ``config``."""
+    staged = replay_one(question, position, config, settings.replace(**config.settings), lists)
+    return M.dedupe(p.unit for p in staged.pages)
+
+
+def score_configs(questions: Sequence[TuneQuestion], configs: Sequence[Config], lists: EngineLists,
+                  settings: Settings, progress: Progress | None = None) -> np.ndarray:
+    """scores[c, q, m]: metric m (METRICS) of question q under configuration c.
+
+    Configurations that differ only in page aggregation share one replay:
+    aggregation is the last stage and reads nothing but the final hits, so
+    each rule is applied to the same hits search() would have made.
+    """
+    from ragloupe.retrieve import aggregate
+
+    scores = np.zeros((len(configs), len(questions), len(METRICS)))
+    families: dict[tuple, list[int]] = {}
+    for c, config in enumerate(configs):
+        families.setdefault(_without_aggregation(config), []).append(c)
+    done = 0
+    for members in families.values():
+        configured = [settings.replace(**configs[c].settings) for c in members]
+        for q, tq in enumerate(questions):
+            staged = replay_one(tq, q, configs[members[0]], configured[0], lists)
+            for c, config_settings in zip(members, configured):
+                pages = aggregate.aggregate_pages(staged.hits, config_settings.page_aggregation,
+                                                  config_settings.rrf_k)
+                row = M.query_metrics(M.dedupe(p.unit for p in pages), tq.query.expected_units, KS)
+                scores[c, q] = [row[name] for name in METRICS]
+        done += len(members)
+        if progress:
+            progress(0.3 + 0.65 * done / max(len(configs), 1), f"{done} of {len(configs)} configurations")
+    return scores
+
+
+def _without_aggregation(config: Config) -> tuple:
+    return (config.mode,) + tuple(item for item in config.knobs if item[0] != "page_aggregation")
+
+
+def check_replay(questions: Sequence[TuneQuestion], configs: Sequence[Config], lists: EngineLists,
+                 scope: str, settings: Settings, store, embedder, n_questions: int = 3) -> dict:
+    """Replay a few questions through search() itself: the sweep must measure what search() does."""
+    from ragloupe.retrieve.search import search
+
+    picked = list(range(0, len(questions), max(1, len(questions) // n_questions)))[:n_questions]
+    checked, mismatches = 0, []
+    for config in configs[:2] + [c for c in configs if c.settings["query_analysis"]][:1]:
+        configured = settings.replace(**config.settings)
+        for q in picked:
+            query = questions[q].query
+            ranking = search(query.question, mode=config.mode, k=max(int(configured.candidate_window), 10),
+                             filters=_filters(query, scope) or None, settings=configured,
+                             store=store, embedder=embedder)
+            expected = M.dedupe(p.unit for p in ranking.pages)
+            got = ranked_units(questions[q], q, config, settings, lists)
+            checked += 1
+            if got != expected:
+                mismatches.append(f"{query.query_id} under {config.label()}")
+    return {"checked": checked, "mismatches": mismatches}
+
+
+# --- nested selection ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FoldResult:
+    held_out: str
+    chosen: int  # index of the configuration chosen on the training groups
+    train_objective: np.ndarray  # per configuration, on the training groups
+    held_out_objective: np.ndarray  # per configuration, on the held-out group
+
+
+def select(objective: np.ndarray, folds: Sequence[Fold]) -> list[FoldResult]:
+    """For each fold, the configuration best on its training questions (the first on ties).
+
+    ``objective[c, q]`` is the per-question objective. Only the training
+    columns decide; the held-out columns are read after the choice.
+    """
+    results = []
+    for fold in folds:
+        train = objective[:, fold.train].mean(axis=1)
+        chosen = int(np.argmax(train))  # argmax returns the first of equal maxima
+        results.append(FoldResult(fold.held_out, chosen, train, objective[:, fold.test].mean(axis=1)))
+    return results
+
+
+def out_of_fold(scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldResult]) -> np.ndarray:
+    """Per-question metrics of the procedure: each question scored by its own fold's choice."""
+    oof = np.zeros(scores.shape[1:])
+    for fold, pick in zip(folds, picks):
+        oof[fold.test] = scores[pick.chosen][fold.test]
+    return oof
+
+
+# --- the run -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TuneReport:
+    """A written tuning run: ``data`` is deterministic, ``timings`` apart."""
+
+    run_id: str
+    data: dict
+    timings: dict = field(default_factory=dict)
+    path: Path | None = None
+
+    def to_json(self) -> str:
+        return canonical_json({**self.data, "run_id": self.run_id, "timings": self.timings})
+
+
+def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full",
+         settings: Settings | None = None, store=None, embedder=None, write: bool = True,
+         progress: Progress | None = None, configs: Sequence[Config] | None = None) -> TuneReport:
+    """Search the space with nested leave-one-group-out selection; see the module docstring."""
+    settings = settings or get_settings()
+    if scope not in SCOPES:
+        raise TuningError(f"unknown scope {scope!r}; use doc or all")
+    sets = [g if isinstance(g, GoldSet) else load_goldset(g) for g in goldsets]
+    if not sets:
+        raise GoldSetInvalid("no gold set given")
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    questions = tune_questions(sets)
+    folds = grouped_folds([q.group for q in questions])
+    configs = list(configs) if configs is not None else search_space(settings, space, scope)
+    if store is None:
+        from ragloupe.index.store import open_store
+
+        store = open_store(settings)
+    if store.count() == 0:
+        raise TuningError(f"the index at {settings.path('index_dir')} is empty: run `ragloupe index` first")
+    if embedder is None:
+        from ragloupe.index.embedder import get_embedder
+
+        embedder = get_embedder(settings)
+    questions = _indexed_only(questions, store, scope)
+    folds = grouped_folds([q.group for q in questions])
+
+    t0 = time.perf_counter()
+    lists = fetch_lists(questions, configs, scope, settings, store, embedder, progress)
+    engines_s = time.perf_counter() - t0
+    replay_check = check_replay(questions, configs, lists, scope, settings, store, embedder)
+    t0 = time.perf_counter()
+    scores = score_configs(questions, configs, lists, settings, progress)
+    replay_s = time.perf_counter() - t0
+    data = build_report(sets, questions, configs, scores, folds, scope, space, settings, replay_check)
+    run_id = f"tune-{scope}-{content_hash(data)[:12]}"
+    timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 2),
+               "engines_s": round(engines_s, 2), "replay_s": round(replay_s, 2),
+               "configs_per_s": round(len(configs) / max(replay_s, 1e-9), 2)}
+    report = TuneReport(run_id, data, timings)
+    if progress:
+        progress(1.0, "done")
+    return save_tune(report, settings) if write else report
+
+
+def _indexed_only(questions: list[TuneQuestion], store, scope: str) -> list[TuneQuestion]:
+    """Questions whose document the index holds (the others cannot be tuned on)."""
+    held = {c.doc_id for c in store.all_chunks()}
+    kept = [q for q in questions if q.query.doc_id in held]
+    if not kept:
+        raise TuningError("none of the gold sets' documents is in the index: index them first")
+    return kept
+
+
+def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], configs: Sequence[Config],
+                 scores: np.ndarray, folds: Sequence[Fold], scope: str, space: str, settings: Settings,
+                 replay_check: dict) -> dict:
+    """The deterministic body of a tuning report."""
+    objective = objective_per_query(scores)
+    picks = select(objective, folds)
+    oof = out_of_fold(scores, folds, picks)
+    all_mean = objective.mean(axis=1)
+    best = int(np.argmax(all_mean))
+    current = 0
+    bm25_alone = _index_of(configs, Config.of("bm25", settings, query_analysis=False, period_boost=0.0,
+                                              lexical_rerank=False))
+
+    def rows(matrix: np.ndarray) -> list[dict]:
+        return [{name: float(value) for name, value in zip(METRICS, row)} for row in matrix]
+
+    def figures(matrix: np.ndarray) -> dict:
+        estimates = M.aggregate(rows(matrix), KS, seed=BOOTSTRAP_SEED)
+        out = {name: estimates[name].as_dict(FLOAT_DIGITS) for name in ("hit@1", "hit@3", "hit@5", "hit@10", "mrr")}
+        out["objective"] = round(float(objective_per_query(matrix).mean()), FLOAT_DIGITS)
+        return out
+
+    # How each configuration fared as a candidate: mean over folds of its training-group
+    # objective and its held-out objective (the plot of the gap per configuration).
+    train_mean = np.mean([p.train_objective for p in picks], axis=0)
+    held_mean = np.mean([p.held_out_objective for p in picks], axis=0)
+    per_config = [{"index": c, "label": cfg.label(), "config": cfg.as_dict(),
+                   "in_sample_objective": float(all_mean[c]), "train_objective": float(train_mean[c]),
+                   "held_out_objective": float(held_mean[c]),
+                   "hit@1": float(scores[c, :, _HIT1].mean()), "mrr": float(scores[c, :, _RR].mean()),
+                   "chosen_in_folds": [p.held_out for p in picks if p.chosen == c]}
+                  for c, cfg in enumerate(configs)]
+    in_sample, oof_figures = figures(scores[best]), figures(oof)
+    gap = {name: round(in_sample[name]["mean"] - oof_figures[name]["mean"], FLOAT_DIGITS)
+           for name in ("hit@1", "hit@3", "mrr")}
+    gap["objective"] = round(in_sample["objective"] - oof_figures["objective"], FLOAT_DIGITS)
+    versus = {"current": paired(oof, scores[current]), "bm25": paired(oof, scores[bm25_alone])}
+    decision = apply_decision(configs[best], configs[current], versus["current"])
+    return _rounded({
+        "schema": SCHEMA, "scope": scope, "space": space, "ks": list(KS),
+        "objective": "mean over questions of (Hit@1 + reciprocal rank cut at 10) / 2",
+        "procedure": ("nested leave-one-group-out: per fold the configuration best on the training "
+                      "groups is scored on the held-out group; held-out questions concatenated"),
+        "goldsets": [{"name": g.name, "sha256": g.sha256, "queries": len(g.queries)} for g in sets],
+        "fingerprints": {"goldsets": {g.name: g.sha256 for g in sets},
+                         "index_settings": settings.index_fingerprint()},
+        "groups": {f.held_out: int(len(f.test)) for f in folds},
+        "n_questions": len(questions), "n_configs": len(configs),
+        "fixed_settings": {k: v for k, v in sorted(settings.as_dict().items())
+                           if k in ("top_k", "dynamic_cut", "dynamic_cut_value", "rerank_window",
+                                    "bm25_backend", "embedding_model", "chunk_tokens", "chunk_overlap")},
+        "in_sample_best": {"index": best, "label": configs[best].label(), "config": configs[best].as_dict(),
+                           "figures": in_sample,
+                           "note": "chosen and scored on the same questions: optimistic"},
+        "out_of_fold": {"figures": oof_figures,
+                        "folds": [{"held_out": p.held_out, "chosen": p.chosen,
+                                   "label": configs[p.chosen].label(),
+                                   "train_objective": float(p.train_objective[p.chosen]),
+                                   "held_out_objective": float(p.held_out_objective[p.chosen]),
+                                   "held_out_hit@1": float(scores[p.chosen][f.test, _HIT1].mean()),
+                                   "held_out_mrr": float(scores[p.chosen][f.test, _RR].mean())}
+                                  for f, p in zip(folds, picks)]},
+        "optimism_gap": gap,
+        "current": {"label": configs[current].label(), "config": configs[current].as_dict(),
+                    "figures": figures(scores[current])},
+        "bm25_alone": {"label": configs[bm25_alone].label(), "figures": figures(scores[bm25_alone])},
+        "versus": versus,
+        "decision": decision,
+        "replay_check": replay_check,
+        "configs": per_config,
+        "queries": [{"goldset": tq.query.goldset, "query_id": tq.query.query_id, "group": tq.group,
+                     "oof_hit@1": float(oof[i, _HIT1]), "oof_rr": float(oof[i, _RR]),
+                     "current_hit@1": float(scores[current, i, _HIT1]),
+                     "current_rr": float(scores[current, i, _RR])}
+                    for i, tq in enumerate(questions)],
+    })
+
+
+def _index_of(configs: Sequence[Config], wanted: Config) -> int:
+    for i, config in enumerate(configs):
+        if config == wanted:
+            return i
+    for i, config in enumerate(configs):
+        if config.mode == wanted.mode:
+            return i
+    return 0
+
+
+def paired(candidate: np.ndarray, baseline: np.ndarray) -> dict:
+    """Paired randomisation tests of the candidate's per-question scores against a baseline's.
+
+    The same test and seed as `ragloupe compare` (evaluate/compare.py), on
+    the objective, Hit@1 and MRR.
+    """
+    from ragloupe.evaluate.compare import ALPHA
+
+    out = {}
+    for name, a, b in (("objective", objective_per_query(candidate), objective_per_query(baseline)),
+                       ("hit@1", candidate[:, _HIT1], baseline[:, _HIT1]),
+                       ("mrr", candidate[:, _RR], baseline[:, _RR])):
+        p = paired_permutation_p(a, b, seed=BOOTSTRAP_SEED)
+        low, high = paired_bootstrap_ci(a, b, seed=BOOTSTRAP_SEED)
+        out[name] = {"candidate": float(np.mean(a)), "baseline": float(np.mean(b)),
+                     "diff": float(np.mean(a) - np.mean(b)), "p_value": p, "ci_low": low, "ci_high": high,
+                     "significant_win": bool(p < ALPHA and np.mean(a) > np.mean(b))}
+    return out
+
+
+def apply_decision(chosen: Config, current: Config, versus_current: dict) -> dict:
+    """Whether --apply may write the chosen settings, and why, in a sentence."""
+    test = versus_current["objective"]
+    if chosen == current:
+        return {"apply": False, "reason": "the procedure chooses the settings in force: nothing to change"}
+    if test["significant_win"]:
+        return {"apply": True,
+                "reason": (f"out-of-fold objective {test['candidate']:.3f} beats the settings in force "
+                           f"({test['baseline']:.3f}) by {test['diff']:+.3f}, paired test p = {test['p_value']:.3f}")}
+    return {"apply": False,
+            "reason": (f"out-of-fold objective {test['candidate']:.3f} vs {test['baseline']:.3f} for the "
+                       f"settings in force (diff {test['diff']:+.3f}, p = {test['p_value']:.3f}): "
+                       "not a significant win, the settings stay as they are")}
+
+
+# --- .env ---------------------------------------------------------------------------
+
+def env_values(config: dict) -> dict[str, str]:
+    """A chosen configuration as .env lines: RAGLOUPE_MODE and one line per knob."""
+    values = {"RAGLOUPE_MODE": str(config["mode"])}
+    for name in KNOBS:
+        value = config[name]
+        values[f"RAGLOUPE_{name.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    return values
+
+
+def apply_to_env(report: TuneReport, env_file: Path | None = None) -> tuple[bool, str]:
+    """Write the chosen settings to .env when the decision allows it; say what happened either way."""
+    decision = report.data["decision"]
+    env_file = Path(env_file) if env_file else PROJECT_ROOT / ".env"
+    if not decision["apply"]:
+        return False, f"not applied: {decision['reason']}"
+    values = env_values(report.data["in_sample_best"]["config"])
+    lines = env_file.read_text(encoding="utf-8").splitlines() if env_file.is_file() else []
+    written = set()
+    for i, line in enumerate(lines):
+        name = line.split("=", 1)[0].strip()
+        if name in values and not line.lstrip().startswith("#"):
+            lines[i] = f"{name}={values[name]}"
+            written.add(name)
+    missing = [name for name in values if name not in written]
+    if missing:
+        lines.append(f"# chosen by ragloupe tune, run {report.run_id}")
+        lines += [f"{name}={values[name]}" for name in missing]
+    tmp = env_file.with_name(env_file.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(env_file)
+    return True, f"applied to {env_file}: {decision['reason']}"
+
+
+# --- reports on disk ----------------------------------------------------------------
+
+def save_tune(report: TuneReport, settings: Settings) -> TuneReport:
+    runs_dir = settings.path("runs_dir")
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    path = runs_dir / f"{report.run_id}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(report.to_json(), encoding="utf-8")
+    tmp.replace(path)
+    return TuneReport(report.run_id, report.data, report.timings, path)
+
+
+def load_tune(path: Path) -> TuneReport:
+    import json
+
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunNotFound(f"{path}: not a readable tuning report ({type(exc).__name__})") from None
+    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        raise RunNotFound(f"{path}: not a ragloupe tuning report")
+    timings = raw.pop("timings", {})
+    run_id = raw.pop("run_id", Path(path).stem)
+    return TuneReport(run_id, raw, timings, Path(path))
+
+
+def latest_tune(settings: Settings, scope: str | None = None) -> TuneReport | None:
+    """The most recent tuning report under runs_dir (of one scope when given), or None."""
+    runs_dir = settings.path("runs_dir")
+    found = []
+    for path in sorted(runs_dir.glob("tune-*.json")) if runs_dir.is_dir() else []:
+        try:
+            report = load_tune(path)
+        except RunNotFound:
+            continue
+        if scope is None or report.data.get("scope") == scope:
+            found.append(report)
+    found.sort(key=lambda r: (r.timings.get("started_at", ""), r.run_id))
+    return found[-1] if found else None
+
+
+def _rounded(value: Any) -> Any:
+    from ragloupe.evaluate.runs import _rounded as rounded
+
+    return rounded(value)
+
