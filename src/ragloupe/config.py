@@ -71,6 +71,8 @@ class Settings:
     record_section_fields: str = "section"
     record_page_fields: str = "page"
     record_min_chars: int = 120  # shorter record text is a review finding
+    record_max_kb: int = 2048  # a record whose text is larger is refused (it would take hours to embed)
+    records_file_max_mb: int = 512  # a larger CSV/JSONL file is refused before it is read
     max_upload_mb: int = 50
     ocr: bool = True  # OCR pages that have an image but no text layer (Tesseract, see ingest/ocr.py)
     ocr_dpi: int = 300  # resolution a page is rendered at for OCR
@@ -88,6 +90,7 @@ class Settings:
     # --- vector store ---
     chroma_host: str = ""  # set to use a Chroma server (HttpClient) instead of the embedded store
     chroma_port: int = 8000
+    chroma_timeout_s: float = 30.0  # the longest a Chroma server may take to answer one request
     collection: str = "ragloupe"
 
     # --- retrieval ---
@@ -301,6 +304,7 @@ BOUNDS: dict[str, Bound] = {
     "record_min_chars": _AT_LEAST_0, "max_upload_mb": _AT_LEAST_1,
     "chunk_tokens": _AT_LEAST_1, "chunk_overlap": _AT_LEAST_0,
     "chroma_port": Bound(1, 65535),
+    "chroma_timeout_s": _POSITIVE, "record_max_kb": _AT_LEAST_1, "records_file_max_mb": _AT_LEAST_1,
     "top_k": _AT_LEAST_1, "candidate_window": _AT_LEAST_1, "rrf_k": _AT_LEAST_0,
     "weight_dense": _AT_LEAST_0, "weight_bm25": _AT_LEAST_0,
     "bm25_k1": _AT_LEAST_0, "bm25_b": _SHARE, "lexical_rerank_weight": _SHARE,

@@ -44,6 +44,14 @@ class StoreUnavailable(RagloupeError):
     pass
 
 
+class StoreTimeout(StoreUnavailable):
+    """The Chroma server took longer than chroma_timeout_s to answer (paused, overloaded)."""
+
+
+class StoreUnreachable(StoreUnavailable):
+    """The Chroma server cannot be reached or dropped the connection (stopped, wrong host/port)."""
+
+
 class LlmUnavailable(RagloupeError):
     pass
 

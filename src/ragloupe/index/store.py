@@ -8,17 +8,26 @@ loads a model of its own.
 
 Chroma caps how many records one call may carry (``get_max_batch_size``),
 so every bulk call here is cut into batches.
+
+A Chroma server is given at most ``chroma_timeout_s`` per request: connecting
+(which already makes several requests) runs under that limit, and the HTTP
+session gets it as its timeout. Every call to the server goes through
+``_ServerCalls``, which turns a timeout into StoreTimeout and a refused or
+dropped connection into StoreUnreachable, both naming the server and what
+to do, instead of a library exception the CLI would report as a bug.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from typing import Iterable, Iterator, Sequence
+import threading
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ragloupe.config import Settings, bootstrap_environment
-from ragloupe.errors import StoreUnavailable
+from ragloupe.errors import StoreTimeout, StoreUnavailable, StoreUnreachable
 from ragloupe.models import Chunk
 
 # Collection metadata key where the indexer records what the collection holds.
@@ -34,6 +43,8 @@ class Store:
         self.settings = settings
         try:
             self.batch_size = max(1, min(int(client.get_max_batch_size()), 4096))
+        except StoreUnavailable:
+            raise
         except Exception:  # older servers do not report it; Chroma's floor is far above this
             self.batch_size = 1000
 
@@ -133,6 +144,8 @@ class Store:
         """Drop the collection and start an empty one (for --rebuild)."""
         try:
             self.client.delete_collection(self.settings.collection)
+        except StoreUnavailable:
+            raise
         except Exception:  # not there: nothing to drop
             pass
         self.collection = _get_collection(self.client, self.settings.collection)
@@ -159,26 +172,124 @@ def open_store(settings: Settings) -> Store:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
-    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_host:
+        client = _ServerCalls(_connect_server(settings), settings)
+        return Store(client, _get_collection(client, settings.collection), settings)
     try:
-        if settings.chroma_host:
-            client = chromadb.HttpClient(host=settings.chroma_host, port=int(settings.chroma_port),
-                                         settings=chroma_settings)
-        else:
-            path = settings.path("index_dir") / "chroma"
-            path.mkdir(parents=True, exist_ok=True)
-            client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+        path = settings.path("index_dir") / "chroma"
+        path.mkdir(parents=True, exist_ok=True)
+        client = chromadb.PersistentClient(path=str(path),
+                                           settings=ChromaSettings(anonymized_telemetry=False))
         collection = _get_collection(client, settings.collection)
     except Exception as exc:
-        where = (f"the Chroma server at {settings.chroma_host}:{settings.chroma_port}"
-                 if settings.chroma_host else f"the index at {settings.path('index_dir')}")
-        raise StoreUnavailable(f"cannot open {where}: {type(exc).__name__}: {exc}") from exc
+        raise StoreUnavailable(f"cannot open the index at {settings.path('index_dir')}: "
+                               f"{type(exc).__name__}: {exc}") from exc
     return Store(client, collection, settings)
 
 
+def _connect_server(settings: Settings):
+    """A chromadb HttpClient whose every request is bounded by ``chroma_timeout_s``.
+
+    HttpClient() itself talks to the server (identity, tenant, database) over a
+    session without a timeout, so it runs in a thread that is abandoned when
+    the server does not answer in time; the session then gets the timeout.
+    """
+    import chromadb
+    import httpx
+    from chromadb.config import Settings as ChromaSettings
+
+    outcome: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            outcome["client"] = chromadb.HttpClient(
+                host=settings.chroma_host, port=int(settings.chroma_port),
+                settings=ChromaSettings(anonymized_telemetry=False))
+        except Exception as exc:  # classified below, in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=connect, name="chroma-connect", daemon=True)
+    thread.start()
+    thread.join(settings.chroma_timeout_s)
+    if thread.is_alive():
+        raise StoreTimeout(_timeout_message(settings))
+    if "error" in outcome:
+        exc = outcome["error"]
+        raise (_server_failure(exc, settings) or StoreUnavailable(
+            f"cannot open the Chroma server at {_address(settings)}: "
+            f"{type(exc).__name__}: {exc}")) from exc
+    client = outcome["client"]
+    # chromadb (1.x) builds its httpx session with timeout=None and offers no setting for it.
+    client._server._session.timeout = httpx.Timeout(settings.chroma_timeout_s)
+    return client
+
+
+class _ServerCalls:
+    """A chromadb client or collection (of a server) whose method calls raise
+    StoreTimeout / StoreUnreachable when the server does not answer or is gone.
+    Attributes that are not methods (a collection's id, metadata) pass through."""
+
+    def __init__(self, target, settings: Settings):
+        self._target = target
+        self._settings = settings
+
+    def __getattr__(self, name: str):
+        value = getattr(self._target, name)
+        if not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def call(*args, **kwargs):
+            try:
+                return value(*args, **kwargs)
+            except Exception as exc:
+                failure = _server_failure(exc, self._settings)
+                if failure is None:
+                    raise
+                raise failure from exc
+
+        return call
+
+
+def _address(settings: Settings) -> str:
+    return f"{settings.chroma_host}:{settings.chroma_port}"
+
+
+def _timeout_message(settings: Settings) -> str:
+    return (f"Chroma server at {_address(settings)} did not answer in "
+            f"{settings.chroma_timeout_s:g} s: is it paused or overloaded? "
+            "(RAGLOUPE_CHROMA_TIMEOUT_S sets how long to wait)")
+
+
+def _server_failure(exc: BaseException, settings: Settings) -> StoreUnavailable | None:
+    """The named error for a network failure talking to the server, or None for anything else."""
+    import httpx
+
+    chain = [exc]
+    while chain[-1].__cause__ is not None or chain[-1].__context__ is not None:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)
+        if len(chain) > 5:
+            break
+    if any(isinstance(e, httpx.TimeoutException) for e in chain):
+        return StoreTimeout(_timeout_message(settings))
+    lost = [e for e in chain if isinstance(e, (httpx.NetworkError, httpx.RemoteProtocolError))]
+    # chromadb turns a refused first connection into this ValueError.
+    if lost or (isinstance(exc, ValueError) and "Could not connect to a Chroma server" in str(exc)):
+        detail = " ".join(str(lost[0] if lost else exc).split())[:80]
+        return StoreUnreachable(
+            f"Chroma server at {_address(settings)} cannot be reached ({detail}): start it "
+            f"(`chroma run --host {settings.chroma_host} --port {settings.chroma_port} --path DIR`) "
+            "or fix CHROMA_HOST / CHROMA_PORT, then run the command again "
+            "(an interrupted index is repaired by the next `ragloupe index`)")
+    return None
+
+
 def _get_collection(client, name: str):
-    return client.get_or_create_collection(
+    collection = client.get_or_create_collection(
         name=name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    if isinstance(client, _ServerCalls):
+        return _ServerCalls(collection, client._settings)
+    return collection
 
 
 def _batches(items: list, size: int) -> Iterator[list]:
