@@ -94,14 +94,16 @@ def test_each_choice_list_is_the_one_its_module_implements():
     from ragloupe.diagnostics.projections import METHODS as PROJECTIONS
     from ragloupe.generate.llm import BACKENDS as LLMS
     from ragloupe.index.lexical import BACKENDS as BM25S
-    from ragloupe.retrieve import aggregate, cut, fusion
+    from ragloupe.index import onnx_encoder
+    from ragloupe.retrieve import aggregate, cut, fusion, units
     from ragloupe.retrieve.search import MODES
     from ragloupe.table_chunks import STRATEGIES
 
     implemented = {"mode": MODES, "fusion": fusion.METHODS, "bm25_backend": BM25S,
                    "page_aggregation": aggregate.RULES, "dynamic_cut": cut.RULES,
                    "llm_backend": LLMS, "projection_method": PROJECTIONS,
-                   "table_strategy": STRATEGIES}
+                   "table_strategy": STRATEGIES, "unit_view": units.VIEWS, "unit_dense": units.DENSE_RULES,
+                   "embedding_backend": onnx_encoder.BACKENDS}
     assert {name: set(values) for name, values in CHOICES.items()} == \
         {name: set(values) for name, values in implemented.items()}
 

@@ -54,6 +54,9 @@ class Settings:
     # --- embedding model ---
     embedding_model: str = BUNDLED_MODEL
     embed_batch_size: int = 32
+    # torch | onnx | onnx-int8: how texts are encoded (index/onnx_encoder.py; the ONNX export is
+    # made once from the model on disk and cached under models_dir/onnx).
+    embedding_backend: str = "torch"
 
     # --- ingestion ---
     boilerplate_min_share: float = 0.5  # a line on >= this share of pages is a running header/footer
@@ -112,6 +115,13 @@ class Settings:
     cross_encoder_model: str = ""  # a CrossEncoder name or path; empty = none
     rerank_window: int = 0  # candidates a reranker rescores, best first; 0 = the whole candidate list
     page_aggregation: str = "max"  # max | sum | rrf
+    # Whole-unit signals fused with the chunk view (retrieve/units.py, aggregate.unit_view):
+    # none | records (records of CSV/JSONL corpora) | all (PDF pages too).
+    unit_view: str = "none"
+    unit_dense: str = "centroid"  # centroid | max | mean | top2: how a unit's chunk embeddings meet the query
+    unit_weight_bm25: float = 1.0  # whole-unit BM25's weight (the chunk view weighs 1)
+    unit_weight_dense: float = 1.0  # whole-unit dense's weight
+    unit_bm25_b: float = 0.75  # BM25 length normalisation over whole units (k1 is bm25_k1)
     dynamic_cut: str = "none"  # none | margin | threshold
     dynamic_cut_value: float = 0.0
     # Query analysis (retrieve/query_analysis.py): fiscal periods, amounts and codes the question
@@ -252,6 +262,8 @@ class Settings:
             shaping["ocr"] = False
         if self.ocr_dpi != 300:
             shaping["ocr_dpi"] = self.ocr_dpi
+        if self.embedding_backend != "torch":  # other backends give slightly different vectors
+            shaping["embedding_backend"] = self.embedding_backend
         return shaping
 
 
@@ -272,6 +284,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "llm_backend": ("ollama", "openai", "embedded", "none"),  # generate.llm.BACKENDS
     "projection_method": ("umap", "pca"),  # diagnostics.projections.METHODS
     "table_strategy": ("off", "whole", "rows", "row_blocks", "two_stage"),  # table_chunks.STRATEGIES
+    "unit_view": ("none", "records", "all"),  # retrieve.units.VIEWS
+    "unit_dense": ("centroid", "max", "mean", "top2"),  # retrieve.units.DENSE_RULES
+    "embedding_backend": ("torch", "onnx", "onnx-int8"),  # index.onnx_encoder.BACKENDS
 }
 
 
@@ -315,6 +330,7 @@ BOUNDS: dict[str, Bound] = {
     "projection_max_points": _AT_LEAST_1, "llm_probe_timeout_s": _POSITIVE,
     "explorer_page_size": _AT_LEAST_1,
     "table_block_rows": _AT_LEAST_1, "ocr_dpi": Bound(72, 600), "prefer_tables_boost": _AT_LEAST_0,
+    "unit_weight_bm25": _AT_LEAST_0, "unit_weight_dense": _AT_LEAST_0, "unit_bm25_b": _SHARE,
 }
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

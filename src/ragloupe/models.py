@@ -191,7 +191,10 @@ class PageHit:
     rank: int
     score: float
     chunk_ids: tuple[str, ...]
-    best_chunk_rank: int
+    best_chunk_rank: int | None  # None: found only by a whole-unit signal (Settings.unit_view)
+    # Under Settings.unit_view, each signal's view of the unit: "chunks" (the chunk view
+    # above), "unit_bm25", "unit_dense" (retrieve/units.py). Empty when the view is off.
+    signals: dict[str, EngineScore] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from ragloupe.config import Settings, get_settings
 from ragloupe.errors import RagloupeError
 from ragloupe.index import lexical
 from ragloupe.models import EngineScore, Hit, Ranking
-from ragloupe.retrieve import aggregate, cut, doc_periods, engines, fusion, query_analysis, rerank
+from ragloupe.retrieve import aggregate, cut, doc_periods, engines, fusion, query_analysis, rerank, units
 from ragloupe.retrieve.rewrite import rewrite_query
 
 BASES = {"dense": ("dense",), "bm25": ("bm25",), "hybrid": ("dense", "bm25")}
@@ -144,6 +144,7 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
     window = max(int(settings.candidate_window), k)
     run = set(plan.engines) | (set(engines.ENGINES) if explain else set())
     lists: dict[str, list[engines.EngineHit]] = {}
+    embedding = None
     if "dense" in run:
         if embedder is None:
             from ragloupe.index.embedder import get_embedder
@@ -168,9 +169,14 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
         with _timed(timings, "period"):
             periods = doc_periods.document_periods(store, settings)
     staged = replay(plan, search_text, lists, settings, timings, analysis, periods)
+    pages = staged.pages
+    if settings.unit_view != "none":  # after replay: it reads the store, replay only the engines' lists
+        with _timed(timings, "units"):
+            pages = _unit_view(plan, search_text, embedding if "dense" in plan.engines else None,
+                               filters, pages, store, settings, window)
     timings["total"] = time.perf_counter() - started
     return Ranking(
-        query=query, mode=mode, hits=tuple(staged.hits[:k]), timings=timings, pages=tuple(staged.pages),
+        query=query, mode=mode, hits=tuple(staged.hits[:k]), timings=timings, pages=tuple(pages),
         rewrite=rewrite.rewrite if rewrite else None,
         rewrite_used=bool(rewrite and rewrite.used),
         rewrite_note=rewrite.note if rewrite else "",
@@ -247,7 +253,9 @@ def _check_settings(settings: Settings) -> None:
     checks = [("fusion", settings.fusion, fusion.METHODS),
               ("page_aggregation", settings.page_aggregation, aggregate.RULES),
               ("dynamic_cut", settings.dynamic_cut, cut.RULES),
-              ("bm25_backend", settings.bm25_backend, lexical.BACKENDS)]
+              ("bm25_backend", settings.bm25_backend, lexical.BACKENDS),
+              ("unit_view", settings.unit_view, units.VIEWS),
+              ("unit_dense", settings.unit_dense, units.DENSE_RULES)]
     for name, value, allowed in checks:
         if value not in allowed:
             raise InvalidSearch(f"RAGLOUPE_{name.upper()}={value!r} is not one of {', '.join(allowed)}")
@@ -361,6 +369,21 @@ def _finish(candidates: list[_Candidate]) -> list[Hit]:
             doc_period=candidate.doc_period, period_match=candidate.period_match,
             rrf_score=candidate.rrf_score, margin=float(candidate.score - following.score) if following else None))
     return hits
+
+
+def _unit_view(plan: ModePlan, query: str, embedding, filters: dict, pages: list,
+               store, settings: Settings, window: int) -> list:
+    """The unit view: the chunk view fused with whole-unit signals of the mode's engines."""
+    index = units.unit_index(store, settings)
+    signals = units.unit_scores(index, query if "bm25" in plan.engines else "", embedding,
+                                filters, settings.unit_dense, window)
+    weights = {"chunks": 1.0, "unit_bm25": settings.unit_weight_bm25,
+               "unit_dense": settings.unit_weight_dense}
+    held = set(index.units)
+    locate = {c.chunk_id: (c.doc_id, c.page, c.record_id) for c in index.lexical.chunks}
+    return aggregate.unit_view(pages, {name: pairs for name, pairs in signals.items() if pairs},
+                               weights, settings.fusion, settings.rrf_k,
+                               has_unit_signals=held.__contains__, locate=locate)
 
 
 def ranking_to_dict(ranking: Ranking) -> dict[str, Any]:
