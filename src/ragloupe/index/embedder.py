@@ -18,7 +18,7 @@ import numpy as np
 from ragloupe.config import BUNDLED_MODEL, Settings, bootstrap_environment
 from ragloupe.errors import RagloupeError
 
-_CACHE: dict[str, "Embedder"] = {}
+_CACHE: dict[tuple[str, str], "Embedder"] = {}
 _LOCK = threading.Lock()
 
 
@@ -33,6 +33,8 @@ class Embedder:
     model: Any  # sentence_transformers.SentenceTransformer
     model_name: str  # the setting as given (BUNDLED_MODEL or a name/path)
     batch_size: int = 32
+    backend: str = "torch"  # Settings.embedding_backend: torch | onnx | onnx-int8
+    onnx: Any = None  # onnx_encoder.OnnxEncoder when the backend is onnx or onnx-int8
 
     @property
     def tokenizer(self):
@@ -52,6 +54,8 @@ class Embedder:
         """L2-normalised float32 embeddings, one row per text (shape (n, dimension))."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.onnx is not None:
+            return self.onnx.encode(list(texts), batch_size or self.batch_size)
         vectors = self.model.encode(
             list(texts), batch_size=batch_size or self.batch_size,
             normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
@@ -68,12 +72,20 @@ def resolve_model_path(model_name: str) -> str:
 
 
 def get_embedder(settings: Settings) -> Embedder:
-    """The embedder for settings.embedding_model, loaded once per process."""
-    name = settings.embedding_model
+    """The embedder for settings.embedding_model and embedding_backend, loaded once per process."""
+    name, backend = settings.embedding_model, settings.embedding_backend
     with _LOCK:
-        cached = _CACHE.get(name)
+        cached = _CACHE.get((name, backend))
         if cached is None:
-            cached = _CACHE[name] = _load(name, settings.embed_batch_size)
+            cached = _load(name, settings.embed_batch_size)
+            if backend != "torch":
+                from ragloupe.index import onnx_encoder
+
+                onnx = onnx_encoder.load(cached.model, resolve_model_path(name), backend,
+                                         settings.path("models_dir"))
+                cached = Embedder(model=cached.model, model_name=name, batch_size=cached.batch_size,
+                                  backend=backend, onnx=onnx)
+            _CACHE[(name, backend)] = cached
     return cached
 
 

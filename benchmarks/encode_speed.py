@@ -1,0 +1,177 @@
+"""Encoding speed of each embedding backend on this machine, and what it does to retrieval.
+
+    .venv/bin/python benchmarks/encode_speed.py [--cache /tmp/ragloupe-encode] [--sample 512]
+
+1. Speed: the first ``--sample`` chunks of the demo corpus (Grampian PDFs and
+   natech/guidance.csv, chunked as the index does) are encoded by each
+   backend (torch, onnx, onnx-int8) after one warm-up batch; chunks/s is the
+   best of ``--repeats`` timed passes (the machine is shared: the best pass
+   is the least disturbed one).
+2. Agreement: cosine between each backend's vector and torch's, per chunk.
+3. Retrieval: the demo corpus is indexed once per backend under --cache (a
+   backend is an index setting), and the three Grampian gold sets (page
+   level, each question in its own report) and the Natech tuning set are
+   evaluated in dense and hybrid modes; each backend's Hit@1 and MRR are
+   paired with torch's by question (bootstrap CI of the difference,
+   permutation p). No setting is chosen here: nothing is tuned.
+
+Writes benchmarks/results/encode_speed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from ragloupe.config import PROJECT_ROOT, Settings, bootstrap_environment
+
+bootstrap_environment()
+
+import numpy as np  # noqa: E402
+
+from ragloupe.evaluate import metrics as M  # noqa: E402
+from ragloupe.evaluate import stats  # noqa: E402
+from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
+
+SOURCES = [PROJECT_ROOT / "data/benchmarks/grampian/pdf", PROJECT_ROOT / "data/benchmarks/natech/guidance.csv"]
+GOLD = [*sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json")),
+        PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json"]
+RESULTS = PROJECT_ROOT / "benchmarks/results/encode_speed.json"
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+def demo_chunks(settings: Settings, embedder) -> list[str]:
+    """The demo corpus's chunk texts, in reading order, as the indexer cuts them."""
+    from ragloupe.chunking import chunk_document
+    from ragloupe.ingest import discover_sources, load_source
+
+    texts: list[str] = []
+    for path in discover_sources(SOURCES):
+        doc = load_source(path, settings)
+        texts += [c.search_text for c in chunk_document(doc, embedder.tokenizer, settings)]
+    return texts
+
+
+def speed(embedder, texts: list[str], repeats: int) -> dict:
+    embedder.encode(texts[:embedder.batch_size])  # warm-up: first-call allocations, thread pools
+    passes = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        embedder.encode(texts)
+        passes.append(time.perf_counter() - started)
+    best = min(passes)
+    return {"chunks": len(texts), "seconds_per_pass": [round(p, 3) for p in passes],
+            "chunks_per_s": round(len(texts) / best, 1)}
+
+
+def build_index(cache: Path, backend: str) -> Settings:
+    from ragloupe.errors import StaleIndex
+    from ragloupe.index.pipeline import run_index
+
+    root = cache / backend
+    settings = Settings.from_env(index_dir=root / "index", runs_dir=root / "runs", raw_dir=root / "raw",
+                                 logs_dir=root / "logs", models_dir=cache / "models", chroma_host="",
+                                 embedding_backend=backend)
+    started = time.perf_counter()
+    try:
+        summary = run_index(SOURCES, settings)
+    except StaleIndex:
+        summary = run_index(SOURCES, settings, rebuild=True)
+    if summary.errors:
+        raise SystemExit(f"indexing for {backend} failed: {summary.errors}")
+    print(f"{backend}: index ready in {time.perf_counter() - started:.0f}s", flush=True)
+    return settings
+
+
+def retrieval(settings: Settings) -> dict:
+    """Per-question Hit@1 and reciprocal rank, per gold set and mode (scope: each question's document)."""
+    from ragloupe.index.embedder import get_embedder
+    from ragloupe.index.store import open_store
+    from ragloupe.retrieve.search import search
+
+    store, embedder = open_store(settings), get_embedder(settings)
+    out: dict = {}
+    for mode in ("dense", "hybrid"):
+        for path in GOLD:
+            gold = load_goldset(path)
+            rows = []
+            for q in gold.queries:
+                ranking = search(q.question, mode=mode, k=10, filters={"doc_ids": [q.doc_id]},
+                                 settings=settings, store=store, embedder=embedder)
+                ranked = M.dedupe(p.unit for p in ranking.pages)
+                metrics = M.query_metrics(ranked, q.expected_units, (1, 3))
+                rows.append({"hit@1": metrics["hit@1"], "rr": metrics["rr"]})
+            out[f"{mode}|{gold.name}"] = rows
+    return out
+
+
+def compare(base: list[dict], other: list[dict]) -> dict:
+    out = {}
+    for metric in ("hit@1", "rr"):
+        xs, ys = [r[metric] for r in base], [r[metric] for r in other]
+        low, high = stats.paired_bootstrap_ci(ys, xs)  # the CI of other - base
+        out[metric] = {"torch": round(float(np.mean(xs)), 4), "backend": round(float(np.mean(ys)), 4),
+                       "diff": round(float(np.mean(ys) - np.mean(xs)), 4),
+                       "ci95_diff": [round(low, 4), round(high, 4)] if low is not None else None,
+                       "p": round(stats.paired_permutation_p(xs, ys), 4)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", default="/tmp/ragloupe-encode", help="where the per-backend indexes go")
+    parser.add_argument("--sample", type=int, default=512, help="chunks timed per backend")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-retrieval", dest="retrieval", action="store_false")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+
+    from ragloupe.index.embedder import get_embedder
+
+    import onnxruntime
+    import torch
+
+    base = Settings.from_env(models_dir=Path(args.cache) / "models")
+    torch_embedder = get_embedder(base)
+    texts = demo_chunks(base, torch_embedder)[:args.sample]
+    reference = torch_embedder.encode(texts)
+    out: dict = {"what": "chunks/s per embedding backend, agreement with torch, retrieval paired with torch",
+                 "model": base.embedding_model, "batch_size": base.embed_batch_size,
+                 "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version(),
+                             "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+                             "onnxruntime": onnxruntime.__version__},
+                 "speed": {}, "agreement": {}}
+    for backend in BACKENDS:
+        embedder = get_embedder(base.replace(embedding_backend=backend))
+        out["speed"][backend] = speed(embedder, texts, args.repeats)
+        cosines = (embedder.encode(texts) * reference).sum(axis=1)
+        out["agreement"][backend] = {"min_cosine": round(float(cosines.min()), 4),
+                                     "mean_cosine": round(float(cosines.mean()), 4)}
+        print(f"{backend}: {out['speed'][backend]['chunks_per_s']} chunks/s, "
+              f"min cosine to torch {out['agreement'][backend]['min_cosine']}", flush=True)
+    torch_speed = out["speed"]["torch"]["chunks_per_s"]
+    out["speedup_vs_torch"] = {b: round(out["speed"][b]["chunks_per_s"] / torch_speed, 2) for b in BACKENDS}
+
+    if args.retrieval:
+        per_backend = {}
+        for backend in BACKENDS:
+            settings = build_index(Path(args.cache), backend)
+            per_backend[backend] = retrieval(settings)
+        out["retrieval"] = {backend: {key: compare(per_backend["torch"][key], rows)
+                                      for key, rows in per_backend[backend].items()}
+                            for backend in BACKENDS if backend != "torch"}
+        out["retrieval"]["torch"] = {key: {m: round(float(np.mean([r[m] for r in rows])), 4)
+                                           for m in ("hit@1", "rr")}
+                                     for key, rows in per_backend["torch"].items()}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(json.dumps(out["speedup_vs_torch"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Faster CPU encoding: the embedding model exported once to ONNX, run with onnxruntime.
+
+Settings.embedding_backend picks how chunks and questions are encoded:
+
+- ``torch``: sentence-transformers as it is (the default);
+- ``onnx``: the model's transformer exported to ONNX (float32), the same
+  maths on onnxruntime's CPU kernels;
+- ``onnx-int8``: that export with its weights quantised to int8
+  (onnxruntime's dynamic quantisation): smaller and faster, slightly
+  different vectors.
+
+The export is done once from the model already on disk (nothing is
+downloaded) and cached under ``<models_dir>/onnx/<model>-<key>/``, the key
+changing with the model's files. It is written to a staging file and renamed
+into place, so two processes exporting at once, or an export killed half-way,
+never leave a file that looks complete. Tokenisation, pooling (mean or CLS,
+as the model's own Pooling module says) and L2 normalisation are done here
+the way sentence-transformers does them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ragloupe.errors import RagloupeError
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+_FORMAT = "1"  # bump when the export changes, so old caches are not reused
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class OnnxUnavailable(RagloupeError):
+    """The ONNX backend cannot export or load the embedding model."""
+
+
+@dataclass
+class OnnxEncoder:
+    """An onnxruntime session over the exported transformer, with the model's tokenizer and pooling."""
+
+    session: Any  # onnxruntime.InferenceSession
+    tokenizer: Any  # the sentence-transformers model's fast tokenizer
+    max_seq_length: int
+    pooling: str  # "mean" | "cls"
+    path: Path
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """L2-normalised float32 embeddings, one row per text."""
+        wanted = {i.name for i in self.session.get_inputs()}
+        rows = []
+        # Sorting by length keeps padding small in each batch; the order is restored below.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), batch_size):
+            batch = [texts[i] for i in order[start:start + batch_size]]
+            encoded = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_seq_length,
+                                     return_tensors="np")
+            feed = {name: np.asarray(encoded[name], dtype=np.int64) for name in _INPUTS
+                    if name in wanted and name in encoded}
+            if "token_type_ids" in wanted and "token_type_ids" not in feed:
+                feed["token_type_ids"] = np.zeros_like(feed["input_ids"])
+            hidden = self.session.run(["last_hidden_state"], feed)[0]
+            rows.append(pool(hidden, feed["attention_mask"], self.pooling))
+        pooled = np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+        out = np.empty_like(pooled)
+        out[np.asarray(order, dtype=np.int64)] = pooled
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return (out / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def pool(hidden: np.ndarray, attention_mask: np.ndarray, mode: str) -> np.ndarray:
+    """Token states (batch, seq, dim) -> one vector per text: masked mean, or the first token."""
+    if mode == "cls":
+        return hidden[:, 0, :]
+    mask = attention_mask[:, :, None].astype(hidden.dtype)
+    return (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+
+
+def pooling_mode(model: Any) -> str:
+    """'mean' or 'cls' from the sentence-transformers model's Pooling module."""
+    for module in model:
+        if type(module).__name__ == "Pooling":
+            mode = getattr(module, "pooling_mode", None)
+            if not isinstance(mode, str):  # sentence-transformers before 5 kept flags, not a name
+                mode = module.get_pooling_mode_str()
+            mode = {"mean_tokens": "mean", "cls_token": "cls"}.get(mode, mode)
+            if mode in ("mean", "cls"):
+                return mode
+            raise OnnxUnavailable(f"the ONNX backend supports mean or CLS pooling, not {mode!r}; "
+                                  "set RAGLOUPE_EMBEDDING_BACKEND=torch")
+    raise OnnxUnavailable("the embedding model has no Pooling module; set RAGLOUPE_EMBEDDING_BACKEND=torch")
+
+
+def cache_dir(models_dir: Path, model_path: str) -> Path:
+    """Where the export of the model at ``model_path`` lives; moves when the model's files change."""
+    source = Path(model_path)
+    digest = hashlib.sha256(f"{_FORMAT}|{source.resolve()}".encode())
+    for item in sorted(p for p in source.rglob("*") if p.is_file()):
+        stat = item.stat()
+        digest.update(f"|{item.relative_to(source)}:{stat.st_size}:{int(stat.st_mtime)}".encode())
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", source.name).strip("-") or "model"
+    return models_dir / "onnx" / f"{slug}-{digest.hexdigest()[:12]}"
+
+
+def load(model: Any, model_path: str, backend: str, models_dir: Path) -> OnnxEncoder:
+    """The ONNX encoder for a loaded sentence-transformers model, exporting it on first use."""
+    if backend not in BACKENDS[1:]:
+        raise OnnxUnavailable(f"RAGLOUPE_EMBEDDING_BACKEND={backend!r} is not one of {', '.join(BACKENDS)}")
+    if not Path(model_path).is_dir():
+        raise OnnxUnavailable(f"the ONNX backend needs the model as a local directory, got {model_path!r}; "
+                              "give RAGLOUPE_EMBEDDING_MODEL a path, or set RAGLOUPE_EMBEDDING_BACKEND=torch")
+    target = cache_dir(models_dir, model_path)
+    float_path, int8_path = target / "model.onnx", target / "model-int8.onnx"
+    try:
+        import onnxruntime as ort
+
+        if not float_path.is_file():
+            _export(model, float_path)
+        path = float_path
+        if backend == "onnx-int8":
+            if not int8_path.is_file():
+                _quantise(float_path, int8_path)
+            path = int8_path
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # warnings about unused initialisers are noise here
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except OnnxUnavailable:
+        raise
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        raise OnnxUnavailable(f"the {backend} embedding backend could not be prepared "
+                              f"({type(exc).__name__}: {exc}); delete {target} to export again, "
+                              "or set RAGLOUPE_EMBEDDING_BACKEND=torch") from exc
+    return OnnxEncoder(session=session, tokenizer=model.tokenizer, max_seq_length=int(model.max_seq_length),
+                       pooling=pooling_mode(model), path=path)
+
+
+def _staging(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.with_name(f"{path.stem}.partial-{os.getpid()}{path.suffix}")
+
+
+def _export(model: Any, path: Path) -> None:
+    """The transformer (token states out) to ONNX, with dynamic batch and sequence axes."""
+    import torch
+
+    transformer = model[0].auto_model.eval()
+
+    class TokenStates(torch.nn.Module):
+        """Keyword arguments in, last_hidden_state out: the transformer's forward takes more."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids=None):
+            extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+
+    sample = model.tokenizer(["an example sentence", "a second, longer example sentence"],
+                             padding=True, return_tensors="pt")
+    # Models without segment ids (MPNet, RoBERTa) take two inputs, BERT-likes three.
+    takes_types = "token_type_ids" in inspect.signature(transformer.forward).parameters
+    names = list(_INPUTS if takes_types else _INPUTS[:2])
+    args = [sample["input_ids"], sample["attention_mask"]]
+    if takes_types:
+        args.append(sample.get("token_type_ids", torch.zeros_like(sample["input_ids"])))
+    staging = _staging(path)
+    axes = {name: {0: "batch", 1: "sequence"} for name in (*names, "last_hidden_state")}
+    # The TorchScript exporter warns about every construct it lowers; none of it concerns a user.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(TokenStates(transformer), tuple(args), str(staging), input_names=names,
+                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17,
+                          dynamo=False)
+    os.replace(staging, path)
+
+
+def _quantise(source: Path, path: Path) -> None:
+    """int8 weights, activations quantised on the fly (onnxruntime's dynamic quantisation).
+
+    Per-channel scales: with one scale per tensor MiniLM's vectors drift to a
+    cosine of ~0.96 from torch's; per channel they stay above 0.99.
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    staging = _staging(path)
+    quantize_dynamic(str(source), str(staging), weight_type=QuantType.QInt8, per_channel=True)
+    os.replace(staging, path)
