@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ragloupe.config import Settings
+from ragloupe.errors import SettingsInvalid
 from ragloupe.index import onnx_encoder
 from ragloupe.index.embedder import get_embedder
 
@@ -60,8 +61,13 @@ def test_backend_is_an_index_setting_only_when_not_torch():
 
 
 def test_unknown_backend_is_refused_in_one_line(models_dir):
-    with pytest.raises(onnx_encoder.OnnxUnavailable, match="RAGLOUPE_EMBEDDING_BACKEND='gpu' is not one of"):
-        get_embedder(Settings.from_env(models_dir=models_dir, embedding_backend="gpu"))
+    with pytest.raises(SettingsInvalid, match="embedding_backend='gpu'.*wants one of torch, onnx, onnx-int8"):
+        Settings.from_env(models_dir=models_dir, embedding_backend="gpu")
+
+
+def test_backend_needs_the_model_as_a_local_directory(models_dir, embedder):
+    with pytest.raises(onnx_encoder.OnnxUnavailable, match="needs the model as a local directory"):
+        onnx_encoder.load(embedder.model, "some-hub-name/not-a-path", "onnx", models_dir)
 
 
 def test_masked_mean_pooling_ignores_padding():

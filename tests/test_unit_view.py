@@ -8,10 +8,11 @@ import pytest
 from conftest import write_records
 from ragloupe.chunking import chunk_document
 from ragloupe.config import Settings
+from ragloupe.errors import SettingsInvalid
 from ragloupe.ingest import load_source
 from ragloupe.models import Chunk, EngineScore, PageHit
 from ragloupe.retrieve import aggregate, units
-from ragloupe.retrieve.search import InvalidSearch, search
+from ragloupe.retrieve.search import search
 
 # A long record that answers the question as a whole: each of its chunks holds
 # one part of the answer. The short record shares a few words with the question.
@@ -85,7 +86,7 @@ def test_unit_view_off_leaves_signals_empty(records_index):
 
 
 def test_unknown_unit_view_is_refused_in_one_line(records_index):
-    with pytest.raises(InvalidSearch, match="RAGLOUPE_UNIT_VIEW='pages' is not one of none, records, all"):
+    with pytest.raises(SettingsInvalid, match="unit_view='pages'.*wants one of none, records, all"):
         search(QUESTION, settings=records_index, unit_view="pages")
 
 
