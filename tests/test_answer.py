@@ -17,6 +17,7 @@ from llm_server import FakeLlmServer, chat_reply, prompt_of
 from ragloupe.errors import LlmUnavailable
 from ragloupe.generate.answer import (CONSTRAINED, GENERATED, answer, confident_choice,
                                       context_token_counter, select_context, with_citation)
+from ragloupe.generate.groundedness import screen_answer
 from ragloupe.generate.llm import LlmClient
 from ragloupe.generate.prompt import NOT_IN_CONTEXT
 from ragloupe.models import Chunk, Hit, Ranking
@@ -199,6 +200,26 @@ def test_uncited_answer_gets_the_passage_chosen_by_constrained_decoding(settings
     assert result.text == "The limit was £1,278,771. [2]"
     assert result.cited_units == ("Grampian-2020-2021#p29",)
     assert result.citation_method == CONSTRAINED and result.support_scores == (-3.0, -0.5)
+    assert [c.picked for c in result.citations] == [True]
+
+
+def test_picked_citation_never_changes_the_screen_verdict(settings):
+    # The figure is on page 28, passage [1]; the model cited nothing. Had the picked "[1]" counted,
+    # the screen would say NOT_CONTRADICTED; as a guess it leaves the figure uncited: MISATTRIBUTED.
+    client = ChoosingClient(settings, "The limit was £1,278,771.", scores=[-0.5, -3.0])
+    result = answer(QUESTION, ranking_of(page_chunk(28), page_chunk(29)), settings, client=client,
+                    count_tokens=words)
+    assert result.text.endswith("[1]") and result.citation_method == CONSTRAINED
+    checked = screen_answer(result)
+    assert checked.verdict == "MISATTRIBUTED"
+    assert checked.tokens[0].cited == () and checked.tokens[0].found_in == (1,)
+
+
+def test_one_passage_is_never_picked_there_is_nothing_to_compare(settings):
+    client = ChoosingClient(settings, "The limit was £1,278,771.", scores=[-0.1])
+    result = answer(QUESTION, ranking_of(page_chunk(28)), settings, client=client, count_tokens=words)
+    assert client.asked == [] and result.citations == () and result.citation_method == ""
+    assert screen_answer(result).verdict == "MISATTRIBUTED"
 
 
 def test_answer_citing_itself_is_not_given_a_chosen_citation(settings):
@@ -226,7 +247,7 @@ def test_refusal_is_not_given_a_chosen_citation(settings):
 def test_confident_choice_needs_a_margin_over_the_runner_up():
     assert confident_choice([-2.0, -0.5, -1.0], margin=0.1) == 1
     assert confident_choice([-1.0, -1.05], margin=0.1) is None
-    assert confident_choice([-4.0], margin=0.1) == 0
+    assert confident_choice([-4.0], margin=0.1) is None
     assert confident_choice([], margin=0.1) is None
 
 

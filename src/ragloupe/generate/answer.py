@@ -7,18 +7,22 @@ the reply. The Answer keeps everything needed to audit it afterwards: the
 exact passages the model saw, which chunks were cut and why, the model and
 the timings.
 
-When the reply cites nothing and the client can score continuations (the
-embedded backend's ``choose``), the citation is chosen by constrained
-decoding: the same model reads its answer followed by "This answer is
-supported by passage [" and every passage number is scored by its
-log-likelihood. The most likely number is appended to the answer as "[n]"
-only if it beats every other by CHOICE_MARGIN_NATS; the Answer says so in
-``citation_method`` and keeps the scores in ``support_scores``, so nobody
-mistakes a chosen citation for one the model wrote.
+When the reply cites nothing, there are at least two passages to choose
+from and the client can score continuations (the embedded backend's
+``choose``), a citation is picked by constrained decoding: the same model
+reads its answer followed by "This answer is supported by passage [" and
+every passage number is scored by its log-likelihood. The most likely
+number is appended to the answer as "[n]" only if it beats every other by
+CHOICE_MARGIN_NATS. A picked citation is a guess, never evidence: it is
+marked ``picked``, the Answer says so in ``citation_method`` and keeps the
+scores in ``support_scores``, and the groundedness screen ignores it, so
+it can never turn MISATTRIBUTED into NOT_CONTRADICTED. With one passage
+nothing is picked: there is nothing to compare.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -173,14 +177,14 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
     scores: tuple[float, ...] = ()
     not_in_context = says_not_in_context(text)
     choose = getattr(client, "choose", None)
-    if not citations and not not_in_context and callable(choose):
+    if not citations and not not_in_context and callable(choose) and len(passages) >= 2:
         started = time.perf_counter()
         _, all_scores = choose(support_prompt(prompt, text), passage_options(len(passages)), system=SYSTEM)
         scores = tuple(round(score, 4) for score in all_scores)
         chosen = confident_choice(all_scores, CHOICE_MARGIN_NATS)
         if chosen is not None:
             text = with_citation(text, chosen + 1)
-            citations = parse_citations(text, chunks)
+            citations = [dataclasses.replace(c, picked=True) for c in parse_citations(text, chunks)]
             method = CONSTRAINED
         timings["choose"] = time.perf_counter() - started
     return Answer(
@@ -195,13 +199,13 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
 def confident_choice(scores: Sequence[float], margin: float) -> int | None:
     """Index of the highest score if it beats every other by more than ``margin``, else None.
 
-    A single option is taken as it is: there is nothing to beat.
+    Fewer than two options give None: a choice needs something to beat.
     """
-    if not scores:
+    if len(scores) < 2:
         return None
     best = max(range(len(scores)), key=lambda i: scores[i])
-    runner_up = max((s for i, s in enumerate(scores) if i != best), default=None)
-    if runner_up is not None and scores[best] - runner_up <= margin:
+    runner_up = max(s for i, s in enumerate(scores) if i != best)
+    if scores[best] - runner_up <= margin:
         return None
     return best
 

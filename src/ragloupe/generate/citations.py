@@ -33,6 +33,10 @@ class Citation:
     doc_id: str = ""
     page: int | None = None
     record_id: str = ""
+    # True when the model did not write it: chosen afterwards by constrained decoding
+    # (generate.answer). Such a citation is never evidence: the screen and the claim
+    # check ignore it.
+    picked: bool = False
 
     @property
     def resolved(self) -> bool:

@@ -221,11 +221,11 @@ def extract_claims(client: LlmClient, answer_text: str, citations: Sequence[Any]
 
 
 def _is_cited(span: Span | None, sentences: list[tuple[int, int]], citations: Sequence[Any]) -> bool:
-    """True when a sentence the span touches carries a citation."""
+    """True when a sentence the span touches carries a citation the model wrote (a picked one is no citation)."""
     if span is None:
         return False
     touched = [(s, e) for s, e in sentences if s < span.end and span.start < e]
-    return any(s <= c.start < e for s, e in touched for c in citations)
+    return any(s <= c.start < e for s, e in touched for c in citations if not getattr(c, "picked", False))
 
 
 # ----------------------------------------------------------------------------

@@ -489,8 +489,11 @@ def screen(answer_text: str, citations: Sequence[Any], passages: Sequence[Any]) 
 
 
 def screen_answer(answer: Any) -> Screen:
-    """screen() over a generate.answer.Answer."""
-    return screen(answer.text, answer.citations, answer.passages)
+    """screen() over a generate.answer.Answer, with the citations the model wrote: one
+    picked afterwards by constrained decoding is a guess, not evidence, so it never
+    changes a verdict (MISATTRIBUTED stays MISATTRIBUTED)."""
+    written = [c for c in answer.citations if not getattr(c, "picked", False)]
+    return screen(answer.text, written, answer.passages)
 
 
 def _check(token: Checkable, sentence: int, cited: tuple[int, ...], found: dict[int, tuple[str, int, int]],
