@@ -199,7 +199,14 @@ def read_jsonl(path: Path, settings: Settings) -> RecordsFile:
 
 
 def read_records(path: Path, settings: Settings) -> RecordsFile:
-    """Dispatch on the suffix: .csv or .jsonl."""
+    """Dispatch on the suffix: .csv or .jsonl. A file over ``records_file_max_mb``
+    is refused before it is read: parsing, chunking and embedding it would
+    cost memory and hours out of proportion to any corpus this serves."""
+    size = Path(path).stat().st_size
+    limit = settings.records_file_max_mb
+    if size > limit * 1024 * 1024:
+        raise RecordsRefused(f"file is {size / 2**20:,.1f} MB, over the {limit:,} MB limit "
+                             "for a records file (RAGLOUPE_RECORDS_FILE_MAX_MB)")
     if Path(path).suffix.lower() == ".csv":
         return read_csv(path, settings)
     return read_jsonl(path, settings)

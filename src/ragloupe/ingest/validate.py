@@ -2,7 +2,9 @@
 
 Blocking findings refuse the whole file, because indexing it would lose or
 hide something silently: an empty text, a missing id, a duplicate id (the
-second record would overwrite the first), a line that does not parse.
+second record would overwrite the first), a line that does not parse, a
+record over ``record_max_kb`` (one 50 MB record costs gigabytes of memory
+and hours of embedding; see also ``records_file_max_mb`` in records.py).
 Review findings are reported and do not block: a text under
 ``record_min_chars`` (usually a heading captured without its body), a
 missing title, and a footnote marker welded onto the token before it by
@@ -114,6 +116,12 @@ def check_records(records: Sequence[Record], has_title_column: bool,
         if not text:
             findings.append(Finding("blocking", "empty_text", f"{_at(record)}: empty text",
                                     record.row, rid))
+        elif (size := len(text.encode("utf-8"))) > settings.record_max_kb * 1024:
+            findings.append(Finding(
+                "blocking", "record_too_large",
+                f"{_at(record)}: text is {size / 1024:,.0f} KB, over the "
+                f"{settings.record_max_kb:,} KB limit for one record (RAGLOUPE_RECORD_MAX_KB); "
+                "split it into sections", record.row, rid))
         elif len(text) < settings.record_min_chars:
             findings.append(Finding(
                 "review", "short_text",
@@ -137,7 +145,10 @@ def check_records(records: Sequence[Record], has_title_column: bool,
     if not has_title_column:
         findings.append(Finding("review", "missing_title",
                                 "no title column: records will have no title"))
-    for welded in find_welded_footnotes([r.text for r in records]):
+    # An oversized record is refused already; scanning its megabytes would take seconds.
+    limit = settings.record_max_kb * 1024
+    for welded in find_welded_footnotes([r.text if len(r.text.encode("utf-8")) <= limit else ""
+                                         for r in records]):
         record = records[welded.row]
         findings.append(Finding(
             "review", "welded_footnote",
