@@ -32,9 +32,11 @@ install: $(STAMP) ocr-engine
 index: install
 	$(VENV)/bin/ragloupe index --if-empty $(DEMO_SOURCES)
 
-run: index
+# The app starts at once; an empty index is filled with the demo corpus in the background.
+run: install
 	$(VENV)/bin/streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 \
-		--server.headless true --browser.gatherUsageStats false
+		--server.headless true --browser.gatherUsageStats false --server.fileWatcherType none \
+		-- --index-if-empty $(DEMO_SOURCES)
 
 test: install
 	$(PY) -m pytest -q

@@ -2,8 +2,13 @@
 
 It only sets up the page and the navigation; each page is a file under
 pages/ that reads widgets, calls into ragloupe and lays out the result.
+
+Arguments after `--` (`streamlit run streamlit_app.py -- --index-if-empty PATH ...`)
+name sources to index in the background when the index is empty, so a first
+`make run` shows the app at once while the demo corpus is indexed.
 """
 
+import sys
 from pathlib import Path
 
 from ragloupe.config import bootstrap_environment, setting_warnings
@@ -13,6 +18,7 @@ bootstrap_environment()
 import streamlit as st  # noqa: E402
 
 PAGES_DIR = Path(__file__).parent / "pages"
+ICON = Path(__file__).parent / "assets" / "favicon.png"  # local: a material icon is fetched from Google
 
 # (section, file, title, material icon). The first page is the default, served at /;
 # the others at /<file> (the URL Streamlit's pages/ convention gives them too, see
@@ -28,7 +34,12 @@ PAGES = (
     ("Index", "run_info", "Run info", "info"),
 )
 
-st.set_page_config(page_title="ragloupe", page_icon=":material/search:", layout="wide")
+st.set_page_config(page_title="ragloupe", page_icon=str(ICON), layout="wide")
+
+if "--index-if-empty" in sys.argv:
+    from ragloupe.ui.background import start_first_run_index
+
+    start_first_run_index(sys.argv[sys.argv.index("--index-if-empty") + 1:])
 
 sections: dict[str, list] = {}
 for position, (section, file, title, icon) in enumerate(PAGES):

@@ -4,10 +4,12 @@ screen and, on request, a per-claim check by the LLM."""
 import pandas as pd
 import streamlit as st
 
-from ragloupe.ui.cache import current_settings, get_embedder, get_store
+from ragloupe.ui import state
+from ragloupe.ui.background import index_notice
+from ragloupe.ui.cache import current_settings, get_embedder, get_store, index_documents
 from ragloupe.ui.guard import inside_navigation, page_errors
 from ragloupe.ui.text import highlight_html, spans_html
-from ragloupe.ui.widgets import chunk_label, chunk_metadata
+from ragloupe.ui.widgets import chunk_label, chunk_metadata, run_with_elapsed
 
 inside_navigation()
 st.title("Answer")
@@ -15,32 +17,71 @@ st.caption("The model answers only from the retrieved passages and cites them. T
            "checks every figure, standard and legal act of the answer against the passages; "
            "NOT_CONTRADICTED means found where cited, not proven.")
 
+PAGE = "answer"
+BACKEND_NAMES = {"ollama": "Ollama", "openai": "OpenAI-compatible server",
+                 "embedded": "embedded Gemma 270M (tiny, CPU)", "none": "none (retrieval only)"}
+
 with page_errors():
+    index_notice()
     from ragloupe.diagnostics.system import llm_status
+    from ragloupe.errors import LlmUnavailable
     from ragloupe.generate.answer import answer
     from ragloupe.generate.evidence import citation_evidence
     from ragloupe.generate.groundedness import screen_answer
+    from ragloupe.generate.llm import BACKENDS
     from ragloupe.retrieve.search import MODES, search
 
-    settings = current_settings()
+    base = current_settings()
+    documents = index_documents(base)
+    state.keep(PAGE, {"question": "", "mode": base.mode if base.mode in MODES else MODES[0],
+                      "k": base.top_k, "docs": [],
+                      "backend": base.llm_backend if base.llm_backend in BACKENDS else "none"})
+    state.restrict(PAGE, "docs", documents)
+    backend = st.selectbox("LLM backend", BACKENDS, key=f"{PAGE}.backend",
+                           format_func=lambda name: BACKEND_NAMES.get(name, name),
+                           help="For this page only; the default is RAGLOUPE_LLM_BACKEND in .env.")
+    settings = base.replace(llm_backend=backend)
     reachable, message = llm_status(settings)
     (st.caption if reachable else st.warning)(f"LLM: {message}")
     with st.form("ask"):
-        question = st.text_input("Question", key="question")
-        mode_col, k_col = st.columns(2)
-        mode = mode_col.selectbox("Retrieval mode", MODES, key="mode",
-                                  index=MODES.index(settings.mode) if settings.mode in MODES else 0)
-        k = k_col.number_input("Passages retrieved (k)", min_value=1, max_value=30,
-                               value=settings.top_k, key="k")
+        question = st.text_input("Question", key=f"{PAGE}.question")
+        mode_col, k_col, docs_col = st.columns([1, 1, 2])
+        mode = mode_col.selectbox("Retrieval mode", MODES, key=f"{PAGE}.mode")
+        k = k_col.number_input("Passages retrieved (k)", min_value=1, max_value=30, step=1,
+                               key=f"{PAGE}.k")
+        chosen_docs = docs_col.multiselect("Documents", documents, key=f"{PAGE}.docs",
+                                           placeholder="all documents")
         asked = st.form_submit_button("Answer", type="primary")
 
-    if asked and question.strip():
-        with st.spinner("Retrieving and generating…"):
-            ranking = search(question, mode=mode, k=int(k), settings=settings,
+    if asked and not question.strip():
+        st.warning("Type a question first.")
+    elif asked:
+        filters = {"doc_ids": list(chosen_docs)} if chosen_docs else None
+        with st.spinner("Retrieving…"):
+            ranking = search(question, mode=mode, k=int(k), filters=filters, settings=settings,
                              store=get_store(settings), embedder=get_embedder(settings))
-            st.session_state["answer"] = answer(question, ranking, settings)
-            st.session_state.pop("claims", None)
-    result = st.session_state.get("answer")
+        state.result(PAGE, {"ranking": ranking, "answer": None, "error": None})
+        st.session_state.pop("claims", None)
+        try:
+            generated = run_with_elapsed(lambda: answer(question, ranking, settings),
+                                         f"Generating the answer ({BACKEND_NAMES.get(backend, backend)})")
+            state.result(PAGE, {"ranking": ranking, "answer": generated, "error": None})
+        except LlmUnavailable as exc:
+            state.result(PAGE, {"ranking": ranking, "answer": None, "error": str(exc)})
+
+    shown = state.result(PAGE) or {}
+    if shown and shown.get("answer") is None:
+        if shown.get("error"):
+            st.error(shown["error"])
+        else:
+            st.info("The last answer was stopped before the model finished.")
+        ranking = shown["ranking"]
+        st.subheader(f"The {len(ranking.hits)} passages retrieved ({ranking.mode})")
+        st.caption("No answer was generated; these are what the model would have been given.")
+        for hit in ranking.hits:
+            st.text(f"[{hit.rank}] {chunk_label(hit.chunk)} · score {hit.score:.4f}")
+            st.html(highlight_html(hit.chunk.text, []))
+    result = shown.get("answer")
     if result is not None:
         checked = screen_answer(result)
         st.subheader("Answer")
@@ -97,12 +138,20 @@ with page_errors():
                              hide_index=True)
 
         st.subheader("Claims")
-        if st.button("Check each claim with the LLM", key="check_claims", disabled=not reachable):
+        cannot_check = ("The embedded 270M model cannot check claims: it does not follow the "
+                        "instructions that extract claims as JSON and returns nothing usable. "
+                        "Claim checking needs Ollama or an OpenAI-compatible server."
+                        if backend == "embedded" else None)
+        if cannot_check:
+            st.caption(cannot_check)
+        if st.button("Check each claim with the LLM", key="check_claims",
+                     disabled=not reachable or bool(cannot_check)):
             from ragloupe.generate.claims import check_claims
             from ragloupe.generate.llm import get_client
 
-            with st.spinner("Extracting and verifying claims…"):
-                st.session_state["claims"] = check_claims(result, get_client(settings))
+            st.session_state["claims"] = run_with_elapsed(
+                lambda: check_claims(result, get_client(settings)),
+                "Extracting and verifying the claims")
         report = st.session_state.get("claims")
         if report is not None:
             st.metric("Answer score (0–10)", "—" if report.score is None else f"{report.score:.2f}")

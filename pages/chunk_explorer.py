@@ -4,8 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from ragloupe.ui.cache import current_settings, get_selection, get_store, index_documents, load_manifest
+from ragloupe.ui import state
+from ragloupe.ui.background import index_notice
 from ragloupe.ui.guard import inside_navigation, page_errors
-from ragloupe.ui.inputs import ALL_QUALITIES, search_filters
+from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import chunk_label, chunk_metadata, chunk_text
 
@@ -14,18 +16,30 @@ st.title("Chunk Explorer")
 st.caption("Every chunk in the index with its metadata and full text; pages that ingestion "
            "did not index, and the running headers and footers it stripped, are listed below.")
 
+PAGE = "explorer"
+
 with page_errors():
+    index_notice()
     settings = current_settings()
+    held = index_documents(settings)
+    state.keep(PAGE, {"docs": [], "page_from": 0, "page_to": 0,
+                      "quality": list(ALL_QUALITIES), "text": ""})
+    state.restrict(PAGE, "docs", held)
     documents_col, pages_col, quality_col = st.columns([3, 2, 2])
-    documents = documents_col.multiselect("Documents", index_documents(settings), key="docs")
+    documents = documents_col.multiselect("Documents", held, key=f"{PAGE}.docs",
+                                          placeholder="all documents")
     first, last = pages_col.columns(2)
-    page_from = first.number_input("From page", min_value=0, value=0, key="page_from",
+    page_from = first.number_input("From page", min_value=0, step=1, key=f"{PAGE}.page_from",
                                    help="0: no lower bound")
-    page_to = last.number_input("To page", min_value=0, value=0, key="page_to",
+    page_to = last.number_input("To page", min_value=0, step=1, key=f"{PAGE}.page_to",
                                 help="0: no upper bound")
-    qualities = quality_col.multiselect("Quality", ALL_QUALITIES, default=list(ALL_QUALITIES),
-                                        key="quality")
-    text = st.text_input("Text contains (case-sensitive)", key="text")
+    qualities = quality_col.multiselect("Quality", ALL_QUALITIES, key=f"{PAGE}.quality",
+                                        placeholder="every quality")
+    text = st.text_input("Text contains (case-sensitive)", key=f"{PAGE}.text")
+    problem = page_range_problem(page_from, page_to)
+    if problem:
+        st.warning(problem)
+        st.stop()
 
     filters = search_filters(documents, page_from, page_to, qualities)
     selection = get_selection(settings, filters, text)

@@ -4,8 +4,11 @@ import streamlit as st
 
 from ragloupe.diagnostics.gold import gold_chunk_ids, match_question
 from ragloupe.diagnostics.projections import METHODS, map_points
-from ragloupe.ui.cache import cached_goldsets, current_settings, get_embedder, get_projection, get_store
+from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, get_projection,
+                               get_store, index_documents)
 from ragloupe.ui.charts import embedding_map
+from ragloupe.ui import state
+from ragloupe.ui.background import index_notice
 from ragloupe.ui.guard import inside_navigation, page_errors
 
 COLOUR_BY = {"document": "doc_id", "section": "section", "quality": "quality"}
@@ -15,18 +18,28 @@ st.title("Embeddings")
 st.caption("Each point is a chunk. A query and its hits are placed with the same fitted "
            "reducer, so they land among the chunks they resemble.")
 
+PAGE = "embeddings"
+MODES = ("hybrid", "dense", "bm25", "hybrid+rerank")
+
 with page_errors():
+    index_notice()
     settings = current_settings()
+    documents = index_documents(settings)
+    state.keep(PAGE, {"method": settings.projection_method if settings.projection_method in METHODS
+                      else METHODS[-1], "colour": "document", "question": "", "mode": "hybrid",
+                      "k": settings.top_k, "docs": []})
+    state.restrict(PAGE, "docs", documents)
     left, middle = st.columns(2)
-    method = left.radio("Projection", METHODS, index=METHODS.index(settings.projection_method),
-                        horizontal=True, key="method",
+    method = left.radio("Projection", METHODS, horizontal=True, key=f"{PAGE}.method",
                         format_func=lambda m: {"umap": "UMAP", "pca": "PCA (fast)"}[m])
-    colour = middle.radio("Colour by", list(COLOUR_BY), horizontal=True, key="colour")
+    colour = middle.radio("Colour by", list(COLOUR_BY), horizontal=True, key=f"{PAGE}.colour")
     with st.form("place_query"):
-        question = st.text_input("Place a query on the map (optional)", key="question")
-        mode_col, k_col = st.columns(2)
-        mode = mode_col.selectbox("Mode", ("hybrid", "dense", "bm25", "hybrid+rerank"), key="mode")
-        k = k_col.number_input("k", min_value=1, max_value=50, value=settings.top_k, key="k")
+        question = st.text_input("Place a query on the map (optional)", key=f"{PAGE}.question")
+        mode_col, k_col, docs_col = st.columns([1, 1, 2])
+        mode = mode_col.selectbox("Mode", MODES, key=f"{PAGE}.mode")
+        k = k_col.number_input("k", min_value=1, max_value=50, step=1, key=f"{PAGE}.k")
+        chosen_docs = docs_col.multiselect("Documents searched", documents, key=f"{PAGE}.docs",
+                                           placeholder="all documents")
         st.form_submit_button("Place")
 
     projection = get_projection(settings, method)
@@ -41,7 +54,9 @@ with page_errors():
         from ragloupe.retrieve.search import search
 
         store = get_store(settings)
-        ranking = search(question, mode=mode, k=int(k), settings=settings)
+        ranking = search(question, mode=mode, k=int(k), settings=settings, store=store,
+                         embedder=get_embedder(settings),
+                         filters={"doc_ids": list(chosen_docs)} if chosen_docs else None)
         hit_ids = [hit.chunk.chunk_id for hit in ranking.hits]
         query_xy = projection.place(get_embedder(settings).encode([question]))
         hits_xy = projection.place(store.get_embeddings(hit_ids)) if hit_ids else []

@@ -4,10 +4,12 @@ import pandas as pd
 import streamlit as st
 
 from ragloupe.errors import RagloupeError
+from ragloupe.ui.background import (current_job, forget_job, running_job, show_job, start_job,
+                                   wait_for_job)
 from ragloupe.ui.cache import current_settings
 from ragloupe.ui.guard import inside_navigation, page_errors
 from ragloupe.ui.sources import UPLOAD_SUFFIXES, clear_index, delete_source, raw_sources, save_upload
-from ragloupe.ui.widgets import flash, index_summary, run_with_progress, show_flash
+from ragloupe.ui.widgets import flash, index_summary, show_flash
 
 inside_navigation()
 st.title("Index")
@@ -15,20 +17,35 @@ st.caption("Only new and modified files are read and embedded; unchanged ones co
            "The plan below is what the next run will do.")
 
 with page_errors():
-    from ragloupe.index.pipeline import plan, run_index, status
+    from ragloupe.index.lock import lock_holder
+    from ragloupe.index.manifest import Manifest
+    from ragloupe.index.pipeline import plan, status
 
     settings = current_settings()
     show_flash()
+    job = running_job(settings)
+    if job is not None:
+        st.info("An index run is going on (started here or in another tab); the page updates "
+                "when it ends.")
+        show_job(job)
+        st.stop()
+    holder = lock_holder(settings)
+    if holder:
+        st.warning(f"Another indexer ({'process ' + str(holder) if holder > 0 else 'another process'}) "
+                   "is writing this index. Wait for it to finish before re-indexing here.")
 
+    limit_mb = min(settings.max_upload_mb, int(st.get_option("server.maxUploadSize")))
     with st.expander("Add files to the raw folder", expanded=False):
-        st.caption(f"PDF, CSV or JSON Lines, at most {settings.max_upload_mb} MB each. They are "
-                   f"saved under {settings.path('raw_dir')} and indexed by the next run.")
+        st.caption(f"PDF, CSV or JSON Lines, at most {limit_mb} MB each. Each file is checked "
+                   f"as it is saved (a PDF header; a records file's id and text columns), saved "
+                   f"under {settings.path('raw_dir')} and indexed by the next run.")
         uploads = st.file_uploader("Files", type=[s.lstrip(".") for s in UPLOAD_SUFFIXES],
                                    accept_multiple_files=True, key="uploads")
         if uploads and st.button("Save to the raw folder", key="save_uploads"):
             for upload in uploads:
                 try:
-                    saved = save_upload(upload.name, upload.getvalue(), settings)
+                    saved = save_upload(upload.name, upload.getvalue(),
+                                        settings.replace(max_upload_mb=limit_mb))
                     flash(f"Saved {saved.name} to the raw folder: it is in the plan below.")
                 except RagloupeError as exc:  # one bad file does not stop the others
                     flash(str(exc), "error")
@@ -36,36 +53,44 @@ with page_errors():
 
     st.header("Plan")
     the_plan = plan(None, settings)
-    counts = st.columns(4)
-    for column, (label, items) in zip(counts, (
-            ("New", the_plan.new), ("Modified", the_plan.modified),
-            ("Unchanged", the_plan.unchanged), ("Deleted", the_plan.deleted))):
-        column.metric(label, len(items))
+    refused_paths = {entry.path for entry in Manifest.load(settings).refused()}
+    unchanged = [p for p in the_plan.unchanged if p not in refused_paths]
+    still_refused = [p for p in the_plan.unchanged if p in refused_paths]
+    counts = st.columns(5)
+    for column, (label, items, help_text) in zip(counts, (
+            ("New", the_plan.new, None), ("Modified", the_plan.modified, None),
+            ("Unchanged", unchanged, None),
+            ("Refused", still_refused, "refused by an earlier run and not changed since: "
+                                       "fix the file to have it read again"),
+            ("Deleted", the_plan.deleted, None))):
+        column.metric(label, len(items), help=help_text)
     if the_plan.stale:
         st.warning(f"Settings changed: {the_plan.stale}")
     changes = ([{"change": "new", "source": p} for p in the_plan.new]
                + [{"change": "modified", "source": p} for p in the_plan.modified]
-               + [{"change": "deleted", "source": d} for d in the_plan.deleted])
+               + [{"change": "deleted", "source": d} for d in the_plan.deleted]
+               + [{"change": "refused earlier, unchanged", "source": p} for p in still_refused])
     if changes:
         st.dataframe(pd.DataFrame(changes), hide_index=True, width="stretch")
     st.caption("Sources: " + ", ".join(the_plan.roots))
 
     run_col, rebuild_col = st.columns(2)
     run_clicked = run_col.button("Run incremental re-index", type="primary", key="run_index",
-                                 disabled=bool(the_plan.stale))
+                                 disabled=bool(the_plan.stale) or bool(holder))
     confirm_rebuild = rebuild_col.checkbox("I want to re-embed everything", key="confirm_rebuild")
     rebuild_clicked = rebuild_col.button("Rebuild from scratch", key="rebuild",
-                                         disabled=not confirm_rebuild)
+                                         disabled=not confirm_rebuild or bool(holder))
     if run_clicked or rebuild_clicked:
-        with page_errors():
-            summary = run_with_progress(
-                lambda progress: run_index(None, settings, rebuild=rebuild_clicked,
-                                           progress=progress))
-            st.session_state["last_summary"] = summary
-            st.rerun()
-    if "last_summary" in st.session_state:
+        job = start_job(settings, None, rebuild=rebuild_clicked)
+        wait_for_job(job)
+        st.rerun()
+    finished = current_job(settings)
+    if finished is not None and finished.finished:
         st.header("Last run")
-        index_summary(st.session_state["last_summary"])
+        if finished.error:
+            st.error(finished.error)
+        else:
+            index_summary(finished.summary)
 
     st.header("Index status")
     current = status(settings)
@@ -82,8 +107,11 @@ with page_errors():
     if raw_files:
         doomed = st.selectbox("A file in the raw folder", raw_files, format_func=lambda p: p.name,
                               key="delete_choice")
-        if st.button("Delete this file", key="delete_source"):
+        sure = st.checkbox(f"Yes, delete {doomed.name} from the raw folder (this cannot be "
+                           "undone)", key="confirm_delete")
+        if st.button("Delete this file", key="delete_source", disabled=not sure):
             delete_source(doomed, settings)
+            st.session_state.pop("confirm_delete", None)
             flash(f"Deleted {doomed.name}: the plan lists it as deleted; run the re-index "
                   "to remove its chunks.")
             st.rerun()
@@ -93,6 +121,6 @@ with page_errors():
                             key="confirm_clear")
     if st.button("Clear the index", key="clear", disabled=confirm.strip() != "clear"):
         clear_index(settings)
-        st.session_state.pop("last_summary", None)
+        forget_job(settings)
         flash("The index is empty. Run the re-index to fill it again.")
         st.rerun()

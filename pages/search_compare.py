@@ -1,80 +1,223 @@
-"""Search & compare: one question, up to three retrieval modes side by side."""
+"""Search & compare: one question, up to three retrieval modes in one table."""
 
-import pandas as pd
 import streamlit as st
 
-from ragloupe.diagnostics.gold import gold_units, match_question
+from ragloupe.diagnostics.comparison import comparison_rows
+from ragloupe.diagnostics.gold import (gold_questions_by_document, gold_units, match_question,
+                                       similar_questions)
+from ragloupe.ui import state
+from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, get_store,
                                index_documents)
 from ragloupe.ui.charts import bump_chart
 from ragloupe.ui.guard import inside_navigation, page_errors
-from ragloupe.ui.inputs import ALL_QUALITIES, search_filters
-from ragloupe.ui.tables import hit_rows
+from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
+from ragloupe.ui.tables import comparison_columns, comparison_frame, comparison_styler
 from ragloupe.ui.text import md_escape, query_terms
-from ragloupe.ui.widgets import hit_detail
+from ragloupe.ui.widgets import chunk_text, hit_detail, hit_numbers
+
+PAGE = "search"
+LEVELS = {"page": "a row per page (or record)", "chunk": "a row per chunk"}
 
 inside_navigation()
 st.title("Search & compare")
-st.caption("Every hit shows each engine's rank and raw score (— when that engine did not list "
-           "it), the fused score, what the reranker changed and the margin to the next hit.")
+st.caption("One row per page (or chunk), one column group per mode: the mode's final rank and "
+           "each engine's rank and raw score. — means that mode or engine did not list it; a "
+           "grey rank is below the mode's top k. Click a row to open its full chunk.")
+
+
+def _use_gold_question(query) -> None:
+    """Fill the form with a gold question and its document, and search at once."""
+    state.put(PAGE, "question", query.question)
+    state.put(PAGE, "docs", [query.doc_id])
+    st.session_state["_search_pending"] = True
+
+
+def _picked_gold() -> None:
+    query = st.session_state.get(f"{PAGE}.gold_question")
+    if query is not None:
+        _use_gold_question(query)
+
 
 with page_errors():
+    index_notice()
+    from ragloupe.retrieve.fusion import METHODS as FUSIONS
     from ragloupe.retrieve.search import MODES, search
 
-    base_modes = [mode for mode in MODES if not mode.endswith("+rewrite")]
     settings = current_settings()
-    with st.form("search"):
-        question = st.text_input("Question", key="question",
-                                 placeholder="e.g. What was the total capital expenditure?")
-        left, middle, right = st.columns([3, 1, 1])
-        modes = left.multiselect("Modes (up to three)", base_modes, max_selections=3,
-                                 default=["dense", "bm25", "hybrid+rerank"], key="modes")
-        k = middle.number_input("k", min_value=1, max_value=50, value=settings.top_k, key="k")
-        rewrite = right.toggle("Rewrite the query (LLM)", key="rewrite",
-                               help="Appends an LLM rewrite to the question; falls back to the "
-                                    "question alone when no LLM answers.")
-        with st.expander("Filters"):
-            documents = st.multiselect("Documents", index_documents(settings), key="docs")
-            first, last = st.columns(2)
-            page_from = first.number_input("From page", min_value=0, value=0, key="page_from",
-                                           help="0: no lower bound")
-            page_to = last.number_input("To page", min_value=0, value=0, key="page_to",
-                                        help="0: no upper bound")
-            qualities = st.multiselect("Quality", ALL_QUALITIES, default=list(ALL_QUALITIES), key="quality")
-        submitted = st.form_submit_button("Search", type="primary")
+    base_modes = [mode for mode in MODES if not mode.endswith("+rewrite")]
+    documents = index_documents(settings)
+    state.keep(PAGE, {
+        "question": "", "modes": ["dense", "bm25", "hybrid"], "k": settings.top_k,
+        "level": "page", "rewrite": False, "docs": [], "page_from": 0, "page_to": 0,
+        "quality": list(ALL_QUALITIES), "fusion": settings.fusion,
+        "weight_dense": float(settings.weight_dense), "weight_bm25": float(settings.weight_bm25),
+        "threshold": 0.0, "gold_doc": None, "gold_question": None})
+    state.restrict(PAGE, "docs", documents)
 
-    if question.strip() and modes:
-        filters = search_filters(documents, page_from, page_to, qualities)
-        matched = match_question(question, cached_goldsets(settings))
-        gold = gold_units(matched)
-        if matched:
-            st.info(md_escape("Gold set question " + ", ".join(q.query_id for q in matched)
-                              + ": gold pages marked ★ — " + ", ".join(sorted(gold))))
-        terms = query_terms(question)
-        columns = st.columns(len(modes))
-        for column, mode in zip(columns, modes):
-            with column, page_errors():
+    goldsets = cached_goldsets(settings)
+    by_document = {doc: queries for doc, queries in gold_questions_by_document(goldsets).items()
+                   if doc in documents}
+    with st.expander("Pick a gold question (its gold pages are starred)"):
+        doc_col, question_col = st.columns([1, 3])
+        gold_doc = doc_col.selectbox("Document", list(by_document), key=f"{PAGE}.gold_doc",
+                                     placeholder="any document", index=None)
+        offered = (by_document.get(gold_doc, []) if gold_doc
+                   else [q for queries in by_document.values() for q in queries])
+        if st.session_state.get(f"{PAGE}.gold_question") not in offered:
+            st.session_state[f"{PAGE}.gold_question"] = None
+        question_col.selectbox(f"Gold question ({len(offered)})", offered, index=None,
+                               key=f"{PAGE}.gold_question", on_change=_picked_gold,
+                               format_func=lambda q: f"{q.query_id} · {q.question}",
+                               placeholder="choose one to search it")
+
+    with st.form("search"):
+        question = st.text_input("Question", key=f"{PAGE}.question",
+                                 placeholder="e.g. What was the total capital expenditure?")
+        modes_col, k_col, level_col, rewrite_col = st.columns([4, 1, 2, 2])
+        modes = modes_col.multiselect("Modes (up to three)", base_modes, max_selections=3,
+                                      key=f"{PAGE}.modes")
+        k = k_col.number_input("k", min_value=1, max_value=50, step=1, key=f"{PAGE}.k")
+        level = level_col.radio("Rows", list(LEVELS), key=f"{PAGE}.level", horizontal=True,
+                                format_func=lambda name: LEVELS[name])
+        rewrite = rewrite_col.toggle("Rewrite the query (LLM)", key=f"{PAGE}.rewrite",
+                                     help="Appends an LLM rewrite to the question; falls back to "
+                                          "the question alone when no LLM answers.")
+        with st.expander("Filters"):
+            chosen_docs = st.multiselect("Documents", documents, key=f"{PAGE}.docs",
+                                         placeholder="all documents")
+            first, last = st.columns(2)
+            page_from = first.number_input("From page", min_value=0, step=1,
+                                           key=f"{PAGE}.page_from", help="0: no lower bound")
+            page_to = last.number_input("To page", min_value=0, step=1, key=f"{PAGE}.page_to",
+                                        help="0: no upper bound")
+            qualities = st.multiselect("Quality", ALL_QUALITIES, key=f"{PAGE}.quality")
+        with st.expander("Fusion and cut (hybrid modes, this search only)"):
+            fusion_col, dense_col, bm25_col, cut_col = st.columns(4)
+            fusion = fusion_col.selectbox("Fusion", FUSIONS, key=f"{PAGE}.fusion",
+                                          format_func=lambda m: {"rrf": "reciprocal rank (RRF)",
+                                                                 "minmax": "min-max scores"}.get(m, m))
+            weight_dense = dense_col.slider("Dense weight", 0.0, 3.0, step=0.1,
+                                            key=f"{PAGE}.weight_dense")
+            weight_bm25 = bm25_col.slider("BM25 weight", 0.0, 3.0, step=0.1,
+                                          key=f"{PAGE}.weight_bm25")
+            threshold = cut_col.slider("Keep hits scoring at least this share of the top score",
+                                       0.0, 1.0, step=0.05, key=f"{PAGE}.threshold",
+                                       help="0 keeps every hit. Applies to every mode.")
+        submitted = st.form_submit_button("Search", type="primary", key=f"{PAGE}.submit")
+
+    pending = st.session_state.pop("_search_pending", False)
+    if submitted or pending:
+        problem = page_range_problem(page_from, page_to)
+        if not question.strip():
+            st.warning("Type a question (or pick a gold question above).")
+        elif not modes:
+            st.warning("Pick at least one mode.")
+        elif problem:
+            st.warning(problem)
+        else:
+            filters = search_filters(chosen_docs, page_from, page_to, qualities)
+            overrides = {"fusion": fusion, "weight_dense": weight_dense, "weight_bm25": weight_bm25}
+            if threshold > 0:
+                overrides.update(dynamic_cut="threshold", dynamic_cut_value=threshold)
+            store, embedder = get_store(settings), get_embedder(settings)
+            rankings = {}
+            for mode in modes:
                 full_mode = f"{mode}+rewrite" if rewrite else mode
                 with st.spinner(f"Searching ({full_mode})…"):
-                    # explain: run both engines in every mode, so a dense-only column
-                    # still shows where bm25 would have put each hit.
-                    ranking = search(question, mode=full_mode, k=int(k), filters=filters,
-                                     settings=settings, explain=True, store=get_store(settings),
-                                     embedder=get_embedder(settings))
-                st.subheader(full_mode)
-                total_ms = 1000 * sum(ranking.timings.values())
-                st.caption(f"{len(ranking.hits)} hits · {total_ms:.0f} ms")
-                if rewrite:
-                    if ranking.rewrite_used:
-                        st.text(f"Rewrite used: {ranking.rewrite}")
-                    else:
-                        st.text(f"Rewrite not used: {ranking.rewrite_note or 'no rewrite'}")
-                st.dataframe(pd.DataFrame(hit_rows(ranking, gold)), hide_index=True,
-                             width="stretch")
-                if ranking.hits:
-                    st.plotly_chart(bump_chart(ranking, gold), key=f"bump-{mode}",
-                                    config={"displayModeBar": False})
-                for hit in ranking.hits:
+                    # The whole candidate list (k = the window leaves the window as it is), so a
+                    # unit one mode ranks 3rd and another 37th shows 37, not "—". explain runs
+                    # both engines in every mode, so a dense-only mode still shows bm25's rank.
+                    rankings[full_mode] = search(
+                        question, mode=full_mode, k=max(int(k), settings.candidate_window),
+                        filters=filters, settings=settings, explain=True, store=store,
+                        embedder=embedder, **overrides)
+            state.result(PAGE, {"question": question, "k": int(k), "level": level,
+                                "filters": filters, "rankings": rankings})
+            st.session_state.pop(f"{PAGE}.table", None)
+        if not qualities:
+            st.caption("No quality picked: pages of every quality were searched.")
+
+    shown = state.result(PAGE)
+    if shown:
+        rankings, k, level = shown["rankings"], shown["k"], shown["level"]
+        modes_shown = list(rankings)
+        matched = match_question(shown["question"], goldsets)
+        gold = gold_units(matched)
+        if matched:
+            st.info(md_escape("Gold question " + ", ".join(q.query_id for q in matched)
+                              + ": its gold units are starred ★ (" + ", ".join(sorted(gold)) + ")"))
+        else:
+            close = similar_questions(shown["question"], goldsets)
+            if close:
+                st.caption("Not a gold question, so nothing is starred (gold units are known "
+                           "only for the gold set's own wording). Did you mean:")
+                for query in close:
+                    st.button(f"{query.query_id}: {query.question}", key=f"mean-{query.query_id}",
+                              on_click=_use_gold_question, args=(query,))
+        timing = st.columns(len(modes_shown))
+        for column, mode in zip(timing, modes_shown):
+            ranking = rankings[mode]
+            column.caption(f"**{md_escape(mode)}**: {min(k, len(ranking.hits))} hits of "
+                           f"{ranking.candidates} candidates · "
+                           f"{1000 * ranking.timings.get('total', 0):.0f} ms")
+            if ranking.rewrite is not None or ranking.rewrite_note:
+                column.text(f"Rewrite used: {ranking.rewrite}" if ranking.rewrite_used
+                            else f"Rewrite not used: {ranking.rewrite_note or 'no LLM answered'}")
+
+        rows = comparison_rows(rankings, level=level, k=k, gold_units=gold)
+        one_doc = len({row.doc_id for row in rows}) <= 1
+        if one_doc and rows:
+            st.caption(f"Document: {md_escape(rows[0].doc_id)}")
+        frame = comparison_frame(rows, modes_shown, show_doc=not one_doc, level=level)
+        config = {"gold": st.column_config.TextColumn("gold", width="small", pinned=True),
+                  "page": st.column_config.TextColumn("record" if any(r.record_id for r in rows)
+                                                      else "page", width="small", pinned=True),
+                  "chunk": st.column_config.NumberColumn("chunk", width="small", pinned=True,
+                                                         help="position of the chunk on its page"),
+                  "doc": st.column_config.TextColumn("doc", pinned=True),
+                  "section": st.column_config.TextColumn("section", width="large")}
+        for mode in modes_shown:
+            for name, (header, help_text) in comparison_columns(mode).items():
+                config[name] = st.column_config.Column(header, help=help_text)
+        event = st.dataframe(comparison_styler(frame, modes_shown, k), hide_index=True,
+                             width="stretch", column_config=config, key=f"{PAGE}.table",
+                             on_select="rerun", selection_mode="single-row",
+                             height=min(38 + 35 * max(len(rows), 1), 640))
+        selected = event.selection.rows if event is not None else []
+        terms = query_terms(shown["question"])
+        if selected and selected[0] < len(rows):
+            row = rows[selected[0]]
+            st.subheader(md_escape(f"{row.unit}{' ★ gold' if row.gold else ''}"))
+            for mode in modes_shown:
+                cell = row.cells.get(mode)
+                st.text(f"{mode}: " + ("not listed" if cell is None
+                                       else hit_numbers(cell.rank, cell.score, cell.engines)))
+            st.text(f"section: {row.chunk.section or '—'} | quality: {row.chunk.quality}")
+            chunk_text(row.chunk.text, terms)
+        elif rows:
+            st.caption("Click a row to open its full chunk here.")
+
+        send_col, map_col, _ = st.columns([1, 1, 4])
+        carried = {"question": shown["question"], "docs": shown["filters"].get("doc_ids", [])}
+        if send_col.button("Send to Answer", key="send_answer"):
+            state.carry("answer", carried)
+            st.switch_page("pages/answer.py")
+        if map_col.button("Show on the map", key="send_map"):
+            state.carry("embeddings", {**carried, "mode": modes_shown[-1].replace("+rewrite", "")})
+            st.switch_page("pages/embeddings.py")
+
+        st.subheader("Hits by mode")
+        for tab, mode in zip(st.tabs(modes_shown), modes_shown):
+            with tab:
+                ranking = rankings[mode]
+                top = ranking.hits[:k]
+                for hit in top:
                     hit_detail(hit, terms, gold)
-    elif submitted:
-        st.warning("Type a question and pick at least one mode.")
+                if top:
+                    st.plotly_chart(bump_chart(ranking, gold, k=k), key=f"bump-{mode}",
+                                    config={"displayModeBar": False})
+                    st.caption("Each line is a hit: its dense rank, BM25 rank and final rank "
+                               "(axes the same in every mode; red: gold; no point: that engine "
+                               "did not list it in its first "
+                               f"{settings.candidate_window}).")

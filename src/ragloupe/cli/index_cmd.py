@@ -97,9 +97,12 @@ class _ProgressBar:
                 return
             self.bar = tqdm(total=event.total, unit="file", file=sys.stderr, dynamic_ncols=True,
                             bar_format="{l_bar}{bar}| {n:.1f}/{total_fmt} files [{elapsed}<{remaining}]")
-        self.bar.n = min(event.done + event.part, event.total)
-        if event.stage == "done":
+        if event.stage == "done":  # close() draws the last line, once
             self.bar.n = event.total
+            self.bar.set_description_str("done", refresh=False)
+            return
+        # Never backwards: "write" reports a file's start again (part 0) after its embedding.
+        self.bar.n = max(self.bar.n, min(event.done + event.part, event.total))
         name = Path(event.path).name if event.path else ""
         self.bar.set_description_str(f"{event.stage:<6} {name[:40]}".rstrip(), refresh=False)
         self.bar.refresh()

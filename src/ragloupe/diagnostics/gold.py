@@ -67,3 +67,35 @@ def gold_chunk_ids(store, queries: Iterable) -> list[str]:
             unit = {"page": {"$in": [int(p) for p in query.expected_pages]}}
         ids.update(store.ids({"$and": [{"doc_id": query.doc_id}, unit]}))
     return sorted(ids)
+
+
+def similar_questions(question: str, goldsets: Iterable, limit: int = 3,
+                      min_score: float = 70.0) -> list:
+    """Gold queries worded close to ``question`` ("did you mean"), closest first.
+
+    Only asked when there is no exact match: gold pages are marked for the
+    gold question itself, since a reworded question may ask something else.
+    The score is rapidfuzz's token_set_ratio (0-100) on normalised wordings.
+    """
+    from rapidfuzz import fuzz
+
+    wanted = normalise_question(question)
+    if not wanted:
+        return []
+    scored = []
+    for goldset in goldsets:
+        for query in goldset.queries:
+            score = fuzz.token_set_ratio(wanted, normalise_question(query.question))
+            if score >= min_score:
+                scored.append((score, query.query_id, query))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [query for _score, _id, query in scored[:limit]]
+
+
+def gold_questions_by_document(goldsets: Iterable) -> dict[str, list]:
+    """Every gold query, grouped by the document it is about (documents sorted)."""
+    grouped: dict[str, list] = {}
+    for goldset in goldsets:
+        for query in goldset.queries:
+            grouped.setdefault(query.doc_id, []).append(query)
+    return dict(sorted(grouped.items()))

@@ -13,14 +13,20 @@ from ragloupe.ui.tables import ENGINES, engine_rank
 STAGES = (*ENGINES, "final")
 
 
-def bump_chart(ranking: Ranking, gold_units: Collection[str] = (), height: int = 260) -> go.Figure:
-    """Each hit as a line through its dense rank, bm25 rank and final rank.
+def bump_chart(ranking: Ranking, gold_units: Collection[str] = (), k: int | None = None,
+               height: int = 300) -> go.Figure:
+    """Each of the first k hits as a line through its dense rank, bm25 rank and final rank.
 
     An engine that did not list the hit leaves a gap (no point), so a line
     starting at "final" only says plainly that one engine alone put it there.
+    The rank axis runs from 1 to the deepest engine rank shown, the legend
+    names each line, so two modes' charts read the same way.
     """
     figure = go.Figure()
-    for hit in ranking.hits:
+    hits = ranking.hits[:k] if k else ranking.hits
+    deepest = max([hit.rank for hit in hits] + [engine_rank(hit, e) or 0 for hit in hits
+                                                  for e in ENGINES] + [1])
+    for hit in hits:
         ranks = [engine_rank(hit, engine) for engine in ENGINES] + [hit.rank]
         gold = hit.chunk.unit in gold_units
         label = _escape(f"#{hit.rank} {hit.chunk.doc_id} p.{hit.chunk.record_id or hit.chunk.page}")
@@ -28,9 +34,9 @@ def bump_chart(ranking: Ranking, gold_units: Collection[str] = (), height: int =
             x=list(STAGES), y=ranks, mode="lines+markers", name=label, connectgaps=False,
             line={"width": 3 if gold else 1.5, "color": "#d62728" if gold else None},
             hovertemplate=f"{label}<br>%{{x}}: rank %{{y}}<extra></extra>"))
-    figure.update_yaxes(autorange="reversed", title="rank", rangemode="tozero")
+    figure.update_yaxes(range=[deepest + 0.5, 0.5], title="rank")
     figure.update_layout(height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                         showlegend=False)
+                         showlegend=True, legend={"font": {"size": 10}})
     return figure
 
 

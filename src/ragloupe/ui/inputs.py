@@ -24,3 +24,11 @@ def search_filters(documents: Sequence[str], page_from: int, page_to: int,
     if qualities and set(qualities) != set(ALL_QUALITIES):
         filters["quality"] = list(qualities)
     return filters
+
+
+def page_range_problem(page_from: int, page_to: int) -> str | None:
+    """Why a page range cannot be used as typed (the first page after the last), or None."""
+    if page_from and page_to and page_from > page_to:
+        return (f"The page range starts after it ends (from {page_from} to {page_to}): "
+                "swap the two numbers.")
+    return None

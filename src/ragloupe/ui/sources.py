@@ -63,6 +63,7 @@ def save_upload(name: str, data: bytes, settings: Settings) -> Path:
     target = raw_dir / sanitise_filename(name)
     if not inside(target, raw_dir):
         raise UnsupportedFile(f"{name!r} would be written outside the raw folder; rename it")
+    check_upload(target.name, data, settings)
     fd, tmp = tempfile.mkstemp(prefix=".upload-", dir=raw_dir)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -72,6 +73,32 @@ def save_upload(name: str, data: bytes, settings: Settings) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def check_upload(name: str, data: bytes, settings: Settings) -> None:
+    """Refuse a file the indexer would refuse, before it is saved: one line saying why.
+
+    A PDF must carry the %PDF- header; a records file must read, with an id
+    and a text column and no blocking finding. The PDF's pages are read at
+    index time (in a child process with limits), not here.
+    """
+    from ragloupe.ingest import load_source
+    from ragloupe.ingest.pdf import precheck
+
+    with tempfile.TemporaryDirectory(prefix="ragloupe-upload-") as folder:
+        probe = Path(folder) / name
+        probe.write_bytes(data)
+        if probe.suffix == ".pdf":
+            try:
+                precheck(probe)
+            except RagloupeError as exc:
+                raise UnsupportedFile(f"{name}: {exc}") from None
+            return
+        doc = load_source(probe, settings)
+        if doc.blocked:
+            blocking = [f.message for f in doc.findings if f.severity == "blocking"]
+            reason = doc.error or "; ".join(blocking[:2]) + (" …" if len(blocking) > 2 else "")
+            raise UnsupportedFile(f"{name} was not saved: {reason}")
 
 
 def raw_sources(settings: Settings) -> list[Path]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+import pandas as pd
+
 from ragloupe.models import Hit, Ranking
 from ragloupe.ui.text import ABSENT, fmt_change, fmt_rank, fmt_score
 
@@ -23,30 +25,6 @@ def engine_rank(hit: Hit, engine: str) -> int | None:
 def engine_score(hit: Hit, engine: str) -> float | None:
     view = hit.per_engine.get(engine)
     return None if view is None or view.rank is None else view.score
-
-
-def hit_rows(ranking: Ranking, gold_units: Collection[str] = ()) -> list[dict[str, Any]]:
-    """One row per hit: where it came from, every engine's view, and whether it is gold."""
-    rows = []
-    for hit in ranking.hits:
-        chunk = hit.chunk
-        row: dict[str, Any] = {
-            "rank": hit.rank,
-            "gold": "★" if chunk.unit in gold_units else "",
-            "doc": chunk.doc_id,
-            "page": chunk.record_id or str(chunk.page),
-            "section": chunk.section or ABSENT,
-            "quality": chunk.quality,
-            "score": fmt_score(hit.score, 4),
-        }
-        for engine in ENGINES:
-            row[f"{engine} rank"] = fmt_rank(engine_rank(hit, engine))
-            row[f"{engine} score"] = fmt_score(engine_score(hit, engine))
-        row["fused"] = fmt_score(hit.fused_score, 4)
-        row["rerank"] = fmt_change(hit.rerank_change)
-        row["margin"] = fmt_score(hit.margin, 4)
-        rows.append(row)
-    return rows
 
 
 def gold_ranks(ranking: Ranking, gold_units: Collection[str]) -> list[int]:
@@ -111,3 +89,96 @@ def comparison_rows(comparison) -> list[dict[str, Any]]:
                         else f"[{m['ci_low']:+.3f}, {m['ci_high']:+.3f}]"),
              "p": f"{m['p_value']:.3f}", "significant": "yes" if m["significant"] else "no"}
             for name, m in comparison.metrics.items()]
+
+
+# The comparison view: one tint per mode, so a mode's columns read as one group.
+MODE_TINTS = ("#e3eefa", "#e6f4dc", "#fbead8", "#efe4f7")
+# What a missing rank or score becomes in the displayed table. Streamlit's grid shows a
+# null as "None" whatever the format says, so the display uses values that sort where
+# "not listed" belongs (below every real rank and score) and are drawn as "—".
+ABSENT_RANK = 1_000_000
+ABSENT_SCORE = -1e9
+
+
+def comparison_columns(mode: str) -> dict[str, tuple[str, str]]:
+    """A mode's columns in the comparison table: name -> (header, help text)."""
+    return {f"{mode} #": (f"{mode}: rank", f"the final rank {mode} gave it"),
+            f"{mode} dense #": ("dense #", f"{mode}: the dense engine's rank of the chunk "
+                                           f"{mode} ranked best for it"),
+            f"{mode} dense": ("cosine", f"{mode}: that chunk's cosine similarity to the question"),
+            f"{mode} bm25 #": ("bm25 #", f"{mode}: the BM25 engine's rank of the chunk "
+                                         f"{mode} ranked best for it"),
+            f"{mode} bm25": ("bm25", f"{mode}: that chunk's BM25 score")}
+
+
+def comparison_frame(rows: list, modes: list[str], show_doc: bool = True,
+                     level: str = "page") -> pd.DataFrame:
+    """The comparison rows as a DataFrame: ranks as nullable integers, scores as floats.
+
+    Missing values stay missing (pd.NA / NaN); comparison_styler() draws them as "—".
+    The section comes last: the numbers are what the table is for.
+    """
+    records = []
+    for row in rows:
+        record: dict[str, Any] = {"gold": "★" if row.gold else ""}
+        if show_doc:
+            record["doc"] = row.doc_id
+        record["page"] = row.record_id or str(row.page)
+        if level == "chunk":
+            record["chunk"] = row.chunk.position
+        for mode in modes:
+            cell = row.cells.get(mode)
+            names = list(comparison_columns(mode))
+            record[names[0]] = cell.rank if cell else None
+            for engine, rank_name, score_name in (("dense", names[1], names[2]),
+                                                  ("bm25", names[3], names[4])):
+                view = cell.engines.get(engine) if cell else None
+                listed = view is not None and view.rank is not None
+                record[rank_name] = view.rank if listed else None
+                record[score_name] = view.score if listed else None
+        record["section"] = row.section or ABSENT
+        records.append(record)
+    frame = pd.DataFrame.from_records(records)
+    for mode in modes:
+        rank_names, score_names = _split(mode)
+        for name in rank_names:
+            if name in frame:
+                frame[name] = frame[name].astype("Int64")
+        for name in score_names:
+            if name in frame:
+                frame[name] = frame[name].astype("float64")
+    return frame
+
+
+def _split(mode: str) -> tuple[list[str], list[str]]:
+    names = list(comparison_columns(mode))
+    return [names[0], names[1], names[3]], [names[2], names[4]]
+
+
+def comparison_styler(frame: pd.DataFrame, modes: list[str], k: int):
+    """The table as shown: missing values drawn "—" (and sorted last), 3 decimals, a tint
+    per mode, each mode's final rank bold within its top k and grey below it."""
+    shown = frame.copy()
+    rank_columns = [n for mode in modes for n in _split(mode)[0] if n in shown]
+    score_columns = [n for mode in modes for n in _split(mode)[1] if n in shown]
+    for name in rank_columns:
+        shown[name] = shown[name].fillna(ABSENT_RANK).astype("int64")
+    for name in score_columns:
+        shown[name] = shown[name].fillna(ABSENT_SCORE)
+    styler = shown.style.format(lambda v: ABSENT if v == ABSENT_RANK else f"{v:d}",
+                                subset=rank_columns)
+    styler = styler.format(lambda v: ABSENT if v == ABSENT_SCORE else f"{v:.3f}",
+                           subset=score_columns)
+    for position, mode in enumerate(modes):
+        tint = MODE_TINTS[position % len(MODE_TINTS)]
+        styler = styler.set_properties(subset=[n for n in comparison_columns(mode) if n in shown],
+                                       **{"background-color": tint})
+    final = [f"{mode} #" for mode in modes if f"{mode} #" in shown]
+
+    def past_k(column: pd.Series) -> list[str]:
+        return ["color: #9a9a9a" if v == ABSENT_RANK or v > k else "font-weight: bold"
+                for v in column]
+
+    if final:
+        styler = styler.apply(past_k, subset=final)
+    return styler

@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable
 import streamlit as st
 
 from ragloupe.models import Chunk, Hit
-from ragloupe.ui.text import fmt_change, fmt_engine, fmt_score, highlight_html, md_escape
+from ragloupe.ui.text import fmt_change, fmt_engine, fmt_rank, fmt_score, highlight_html, md_escape
 
 
 def chunk_label(chunk: Chunk) -> str:
@@ -33,10 +33,24 @@ def chunk_metadata(chunk: Chunk) -> None:
         hide_index=True, width="stretch")
 
 
+def hit_numbers(rank: int, score: float, engines: dict) -> str:
+    """'#3 · score 0.8123 · dense #5 · 0.612 · bm25 —': a hit's place in one line."""
+    return (f"#{rank} · score {fmt_score(score, 4)} · "
+            + " · ".join(f"{engine} {fmt_engine(*_view(engines.get(engine)))}"
+                         for engine in ("dense", "bm25")))
+
+
+def engine_ranks_label(hit: Hit) -> str:
+    """'dense #3 · bm25 —' for a collapsed hit's label."""
+    return " · ".join(f"{engine} {fmt_rank(_view(hit.per_engine.get(engine))[0])}"
+                      for engine in ("dense", "bm25"))
+
+
 def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ()) -> None:
-    """An expander per hit: its numbers on one line, then the full chunk."""
+    """An expander per hit, each engine's rank in its label: its numbers, then the full chunk."""
     gold = " ★ gold" if hit.chunk.unit in gold_units else ""
-    with st.expander(md_escape(f"#{hit.rank} {chunk_label(hit.chunk)}{gold}")):
+    with st.expander(md_escape(f"#{hit.rank} {chunk_label(hit.chunk)} · "
+                               f"{engine_ranks_label(hit)}{gold}")):
         dense, bm25 = hit.per_engine.get("dense"), hit.per_engine.get("bm25")
         st.text(
             f"score {fmt_score(hit.score, 4)} | dense {fmt_engine(*_view(dense))} | "
@@ -49,6 +63,39 @@ def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ())
 
 def _view(view) -> tuple[int | None, float | None]:
     return (None, None) if view is None else (view.rank, view.score)
+
+
+def run_with_elapsed(work, label: str):
+    """Run ``work()`` in a thread and show the seconds going by; return what it returns.
+
+    A long LLM call (the embedded model takes 40-110 s on 2 cores) then shows
+    a sign of life. The "Stop waiting" button reruns the page, which ends this
+    wait; the abandoned call finishes in the background and its result is
+    dropped. ``work`` must not call Streamlit.
+    """
+    import threading
+    import time
+
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # handed to the page's own error handling below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="ragloupe-wait", daemon=True)
+    started = time.monotonic()
+    thread.start()
+    status = st.empty()
+    st.button("Stop waiting", key="stop_waiting")
+    while thread.is_alive():
+        status.info(f"{label}… {time.monotonic() - started:.0f} s")
+        thread.join(0.5)
+    status.empty()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def run_with_progress(work, label: str = "Indexing…"):
