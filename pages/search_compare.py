@@ -13,8 +13,9 @@ from ragloupe.ui.charts import bump_chart
 from ragloupe.ui.guard import inside_navigation, page_errors
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.tables import comparison_columns, comparison_frame, comparison_styler
+from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import md_escape, query_terms
-from ragloupe.ui.widgets import chunk_text, hit_detail, hit_numbers
+from ragloupe.ui.widgets import hit_detail, hit_numbers
 
 PAGE = "search"
 LEVELS = {"page": "a row per page (or record)", "chunk": "a row per chunk"}
@@ -193,8 +194,9 @@ with page_errors():
                 cell = row.cells.get(mode)
                 st.text(f"{mode}: " + ("not listed" if cell is None
                                        else hit_numbers(cell.rank, cell.score, cell.engines)))
-            st.text(f"section: {row.chunk.section or '—'} | quality: {row.chunk.quality}")
-            chunk_text(row.chunk.text, terms)
+            st.text(f"section: {row.chunk.section or '—'} | quality: {row.chunk.quality} | "
+                    f"kind: {row.chunk.kind}")
+            show_chunk(row.chunk, terms)
         elif rows:
             st.caption("Click a row to open its full chunk here.")
 

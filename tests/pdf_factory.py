@@ -332,16 +332,27 @@ def _cell_ops(x: float, y: float, text: str, size: int) -> bytes:
     return b"BT /F1 %d Tf %.1f %.1f Td (" % (size, x, y) + _escape(text) + b") Tj ET"
 
 
+# Helvetica advance widths (1/1000 em) of the characters figures and short headers use.
+_HELVETICA = {**{d: 556 for d in "0123456789£$"}, ",": 278, ".": 278, "(": 333, ")": 333,
+              "-": 333, "'": 191, " ": 278, "/": 278, "%": 889}
+
+
+def text_width(text: str, size: int) -> float:
+    """Width of ``text`` in Helvetica at ``size`` points (letters taken as 556)."""
+    return sum(_HELVETICA.get(c, 556) for c in text) * size / 1000
+
+
 def table_content(columns: Sequence[float], header_rows: Sequence[Sequence[str]],
                   rows: Sequence[Sequence[str]], top: float, ruled: bool = False,
                   above: Sequence[str] = (), below: Sequence[str] = (), size: int = 9,
-                  row_height: float = 15) -> bytes:
+                  row_height: float = 15, right_aligned: bool = False) -> bytes:
     """A content stream: prose lines ``above``, a table, prose lines ``below``.
 
     ``columns`` are the cells' left x positions; a header cell "" right of a filled
     one is spanned by it (a merged header: no rule between them). ``ruled``: every
     cell is boxed with lines, as in a ruled table; otherwise only the words' alignment
-    makes the columns, as in most financial statements.
+    makes the columns, as in most financial statements. ``right_aligned``: cells
+    after the first end at their column's right edge, as printed figures do.
     """
     ops, y = [], top
     for line in above:
@@ -352,8 +363,11 @@ def table_content(columns: Sequence[float], header_rows: Sequence[Sequence[str]]
     grid = list(header_rows) + list(rows)
     edges = [y + row_height - 4 - i * row_height for i in range(len(grid) + 1)]
     for i, cells in enumerate(grid):
-        for x, cell in zip(columns, cells):
-            if cell:
+        for j, (x, cell) in enumerate(zip(columns, cells)):
+            if cell and right_aligned and j > 0:
+                edge = columns[j + 1] if j + 1 < len(columns) else right
+                ops.append(_cell_ops(edge - 6 - text_width(cell, size), y, cell, size))
+            elif cell:
                 ops.append(_cell_ops(x + 2, y, cell, size))
         if ruled:
             spanned = i < len(header_rows)
@@ -398,8 +412,8 @@ STATEMENT_BELOW = ("Figures in brackets are overspends. The board expects to bre
 
 
 def statement_page(ruled: bool, rows=STATEMENT_ROWS, header=STATEMENT_HEADER,
-                   above=STATEMENT_ABOVE, below=STATEMENT_BELOW) -> dict:
+                   above=STATEMENT_ABOVE, below=STATEMENT_BELOW, right_aligned: bool = False) -> dict:
     """``write_table_pdf`` arguments for a financial statement page: prose, a table with a
     merged three-row header, bracketed negatives and £'000 columns, then prose."""
     return dict(columns=STATEMENT_COLUMNS, header_rows=header, rows=rows, top=780,
-                ruled=ruled, above=above, below=below)
+                ruled=ruled, above=above, below=below, right_aligned=right_aligned)

@@ -162,3 +162,56 @@ def test_chunk_from_an_index_built_before_tables_reads_as_text():
     chunk = Chunk.from_store("id1", "some text", {"doc_id": "d", "page": 3})
 
     assert (chunk.kind, chunk.table_index, chunk.row_start, chunk.row_end) == ("text", -1, -1, -1)
+
+
+HOSTILE_LABEL = "<b>Core</b> **limit** [x](http://evil.example)"
+
+
+@pytest.fixture
+def table_index(settings):
+    """A tiny index of one statement page whose first row label is markup."""
+    from ragloupe.index.pipeline import run_index
+
+    rows = ((HOSTILE_LABEL,) + pf.STATEMENT_ROWS[0][1:],) + pf.STATEMENT_ROWS[1:]
+    path = pf.write_table_pdf(settings.path("raw_dir") / "statement.pdf",
+                              [pf.statement_page(True, rows=rows)])
+    summary = run_index([path], settings)
+    assert not summary.errors, summary.errors
+    return settings
+
+
+def test_chunk_explorer_filters_by_kind_and_shows_table_cells_as_data(table_index):
+    from streamlit.testing.v1 import AppTest
+
+    from ragloupe.config import PROJECT_ROOT
+    from ragloupe.index.store import open_store
+
+    tables = [c for c in open_store(table_index).all_chunks() if c.kind == "table"]
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages/chunk_explorer.py"), default_timeout=300)
+    app.run()
+    app.multiselect(key="explorer.kinds").set_value(["table"])
+    app.run()
+
+    assert not app.exception, [e.value for e in app.exception]
+    assert next(m.value for m in app.metric if m.label == "Matching chunks") == str(len(tables))
+    frames = [d.value for d in app.dataframe if list(d.value.columns) == list(pf.STATEMENT_HEADER_JOINED)]
+    assert frames and list(frames[0].iloc[0]) == [HOSTILE_LABEL, *pf.STATEMENT_ROWS[0][1:]]
+    assert not any("evil.example" in m.value for m in app.markdown)
+    assert [s.value for s in app.subheader][:2] == ["Prose (1 chunks)", "Tables (1 chunks)"]
+
+
+def test_prefer_tables_lifts_table_chunks_only_for_questions_that_ask_for_a_figure(table_index):
+    from ragloupe.retrieve.prefer_tables import asks_for_figure
+    from ragloupe.retrieve.search import search
+
+    figure_question = "How much was the non-core revenue in 2023?"
+    word_question = "What does the board expect about breaking even next year?"
+    assert asks_for_figure(figure_question) and not asks_for_figure(word_question)
+
+    def table_score(question, on):
+        ranking = search(question, mode="dense", k=5, settings=table_index, prefer_tables=on,
+                         prefer_tables_boost=0.5)
+        return next(h.score for h in ranking.hits if h.chunk.kind == "table")
+
+    assert table_score(figure_question, True) == pytest.approx(1.5 * table_score(figure_question, False))
+    assert table_score(word_question, True) == pytest.approx(table_score(word_question, False))

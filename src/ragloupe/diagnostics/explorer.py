@@ -36,8 +36,11 @@ class Selection:
         return list(self.chunk_ids[start:start + page_size])
 
 
-def select_chunks(store: Any, filters: dict | None = None, text: str = "") -> Selection:
-    """Every chunk matching ``filters`` (search filter keys) and containing ``text``."""
+def select_chunks(store: Any, filters: dict | None = None, text: str = "",
+                  kinds: tuple[str, ...] | None = None) -> Selection:
+    """Every chunk matching ``filters`` (search filter keys) and containing ``text``,
+    of one of ``kinds`` ("text", "table"; None: any). The kind is checked here, not
+    in Chroma: chunks of an index built before table chunks have no kind and are text."""
     where = chroma_where(filters)
     where_document = {"$contains": text} if text.strip() else None
     rows: list[tuple[tuple, str, str]] = []
@@ -46,6 +49,8 @@ def select_chunks(store: Any, filters: dict | None = None, text: str = "") -> Se
         got = store.collection.get(where=where, where_document=where_document,
                                    include=["metadatas"], limit=store.batch_size, offset=offset)
         for chunk_id, meta in zip(got["ids"], got["metadatas"]):
+            if kinds is not None and meta.get("kind", "text") not in kinds:
+                continue
             order = (str(meta.get("doc_id", "")), int(meta.get("page", 0)),
                      str(meta.get("record_id", "")), int(meta.get("position", 0)), chunk_id)
             rows.append((order, chunk_id, str(meta.get("quality", ""))))

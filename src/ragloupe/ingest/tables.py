@@ -35,6 +35,7 @@ _TEXT_STRATEGY = {"vertical_strategy": "text", "horizontal_strategy": "text",
 # A column found from word alignment is a column of figures when this share of its filled
 # body cells are figures; prose cut into columns scores near zero.
 _MIN_VALUE_SHARE_OF_COLUMN = 0.6
+_LINE_TOLERANCE = 3  # points: words this close vertically sit on one line
 _CAPTION_GAP = 40  # points above a table searched for its caption
 _TABLE_NAME = re.compile(r"\b(?:Table|Exhibit|Schedule)\s+[\dA-Z]+\b")
 
@@ -81,7 +82,7 @@ def extract_tables(page) -> PageTables:
     found = [t for t in page.find_tables() if _is_table(t.extract())]
     candidates = [(t.bbox, t.extract()) for t in found]
     if not candidates:
-        candidates = [c for t in page.find_tables(_TEXT_STRATEGY) for c in _figure_blocks(t)]
+        candidates = [c for t in page.find_tables(_TEXT_STRATEGY) for c in _figure_blocks(page, t)]
     if not candidates:
         return PageTables([], "")
     prose_page = page
@@ -97,16 +98,17 @@ def _is_table(rows: list[list[str | None]]) -> bool:
     return len(filled) >= 2 and max((len(r) for r in rows), default=0) >= 2
 
 
-def _figure_blocks(table) -> list[tuple[tuple, list[list[str | None]]]]:
+def _figure_blocks(page, table) -> list[tuple[tuple, list[list[str | None]]]]:
     """Runs of rows of a text-strategy candidate that form a table of figures.
 
     The text strategy lays one grid over everything aligned on the page,
     prose included, and puts an empty row between text lines. Empty rows are
     dropped; the rest is cut into runs of rows with two or more filled cells,
     and a run is kept only when it has figure rows and its non-first columns
-    are mostly figures (with up to three header rows above). In a header row
-    above the last, an empty cell right of a filled one is taken as spanned
-    by it (a merged header, which the alignment cannot tell from an empty cell).
+    are mostly figures (with up to three header rows above). The grid also
+    cuts long row labels and header words at chance alignments ("Aberdeen R" |
+    "oyal Infirmary"), so a kept run is read again word by word against the
+    extents of its columns of figures (``_read_between``).
     """
     lines = [(row.bbox, cells) for row, cells in zip(table.rows, table.extract())
              if any((c or "").strip() for c in cells)]
@@ -123,17 +125,86 @@ def _figure_blocks(table) -> list[tuple[tuple, list[list[str | None]]]]:
         first_value = next((i for i, row in enumerate(rows) if any(is_value(c) for c in row[1:])), None)
         if first_value is None or first_value > _MAX_HEADER_ROWS:
             continue
-        rows = rows[max(0, first_value - _MAX_HEADER_ROWS):]
-        block = block[len(block) - len(rows):]
-        n_header = min(first_value, _MAX_HEADER_ROWS)
-        if len(rows) - n_header < 2 or not _figure_columns(rows[n_header:]):
+        n_header = first_value
+        body = rows[n_header:]
+        if len(body) < 2 or not _figure_columns(body):
             continue
+        boxes = [bbox for bbox, _ in block]
+        bbox = (min(b[0] for b in boxes), boxes[0][1], max(b[2] for b in boxes), boxes[-1][3])
+        rows = _read_between(page, bbox, n_header) or rows
         rows = [[None if i < n_header - 1 and j > 0 and not (c or "").strip() else c
                  for j, c in enumerate(row)] for i, row in enumerate(rows)]
-        boxes = [bbox for bbox, _ in block]
-        kept.append(((min(b[0] for b in boxes), boxes[0][1], max(b[2] for b in boxes), boxes[-1][3]),
-                     rows))
+        kept.append((bbox, rows))
     return kept
+
+
+def _read_between(page, bbox, n_header: int) -> list[list[str | None]]:
+    """The rows inside ``bbox`` read again word by word.
+
+    Columns are the extents of the figures in the body rows (figures of one
+    column overlap, whether set left- or right-aligned); words left of the
+    first column make the row label. Each line's words are grouped into
+    phrases (a word gap under half the text height), and a phrase goes to the
+    column it overlaps most, else the nearest: a header wider than its figures
+    ("2023 £'000" over "83,217") stays whole in its column.
+    """
+    region = page.crop((page.bbox[0], bbox[1], page.bbox[2], bbox[3]))
+    lines = _lines(region.extract_words())
+    figures = [{"x0": phrase[0]["x0"], "x1": phrase[-1]["x1"]} for line in lines[n_header:]
+               for phrase in _phrases(line) if is_value(" ".join(w["text"] for w in phrase))]
+    spans = _figure_spans(figures)
+    if not spans:
+        return []
+    label_end = spans[0][0] - _LINE_TOLERANCE
+    rows = []
+    for line in lines:
+        cells: list[list[str]] = [[] for _ in range(len(spans) + 1)]
+        for phrase in _phrases(line):
+            x0, x1 = phrase[0]["x0"], phrase[-1]["x1"]
+            text = " ".join(w["text"] for w in phrase)
+            if x1 <= label_end:
+                cells[0].append(text)
+                continue
+            overlaps = [min(x1, b) - max(x0, a) for a, b in spans]
+            best = max(range(len(spans)), key=lambda j: overlaps[j])
+            if overlaps[best] <= 0:
+                best = min(range(len(spans)), key=lambda j: abs((x0 + x1) / 2 - sum(spans[j]) / 2))
+            cells[best + 1].append(text)
+        rows.append([" ".join(c) for c in cells])
+    return rows
+
+
+def _lines(words: list[dict]) -> list[list[dict]]:
+    """Words grouped into lines (tops within _LINE_TOLERANCE), each sorted left to right."""
+    lines: list[list[dict]] = []
+    for word in sorted(words, key=lambda w: (w["top"], w["x0"])):
+        if lines and abs(lines[-1][0]["top"] - word["top"]) <= _LINE_TOLERANCE:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return [sorted(line, key=lambda w: w["x0"]) for line in lines]
+
+
+def _phrases(line: list[dict]) -> list[list[dict]]:
+    phrases: list[list[dict]] = []
+    for word in line:
+        height = word["bottom"] - word["top"]
+        if phrases and word["x0"] - phrases[-1][-1]["x1"] < 0.5 * height:
+            phrases[-1].append(word)
+        else:
+            phrases.append([word])
+    return phrases
+
+
+def _figure_spans(figures: list[dict]) -> list[tuple[float, float]]:
+    """Overlapping extents of figures merged into column extents, left to right."""
+    spans: list[list[float]] = []
+    for word in sorted(figures, key=lambda w: w["x0"]):
+        if spans and word["x0"] <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], word["x1"])
+        else:
+            spans.append([word["x0"], word["x1"]])
+    return [(a, b) for a, b in spans]
 
 
 def _figure_columns(body: list[list[str | None]]) -> bool:

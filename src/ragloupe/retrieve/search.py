@@ -37,7 +37,8 @@ from ragloupe.config import Settings, get_settings
 from ragloupe.errors import RagloupeError
 from ragloupe.index import lexical
 from ragloupe.models import EngineScore, Hit, Ranking
-from ragloupe.retrieve import aggregate, cut, doc_periods, engines, fusion, query_analysis, rerank, units
+from ragloupe.retrieve import (aggregate, cut, doc_periods, engines, fusion, prefer_tables,
+                               query_analysis, rerank, units)
 from ragloupe.retrieve.rewrite import rewrite_query
 
 BASES = {"dense": ("dense",), "bm25": ("bm25",), "hybrid": ("dense", "bm25")}
@@ -219,6 +220,8 @@ def replay(plan: ModePlan, search_text: str, lists: dict[str, list[engines.Engin
     if analysis is not None:
         with _timed(timings, "period"):
             candidates = _prefer_period(analysis, candidates, periods or {}, settings.period_boost)
+    if settings.prefer_tables and prefer_tables.asks_for_figure(search_text):
+        candidates = _prefer_tables(candidates, settings.prefer_tables_boost)
     with _timed(timings, "aggregate"):
         hits = _finish(candidates)
         cut_at = cut.cut_position([h.score for h in hits], settings.dynamic_cut,
@@ -354,6 +357,15 @@ def _prefer_period(analysis: query_analysis.QueryAnalysis, candidates: list[_Can
         candidate.period_match = match if named else None
         candidate.score = score
     # A stable sort: equal scores keep the order fusion and reranking gave them.
+    return sorted(candidates, key=lambda c: -c.score)
+
+
+def _prefer_tables(candidates: list[_Candidate], boost: float) -> list[_Candidate]:
+    """Table chunks' scores times (1 + boost), then a stable re-sort (see prefer_tables.py)."""
+    scores = prefer_tables.boosted([c.score for c in candidates],
+                                   [c.hit.chunk.kind for c in candidates], boost)
+    for candidate, score in zip(candidates, scores):
+        candidate.score = score
     return sorted(candidates, key=lambda c: -c.score)
 
 

@@ -110,17 +110,18 @@ def index_documents(settings: Settings) -> list[str]:
 
 
 @st.cache_data(show_spinner="Counting matching chunks…", max_entries=32)
-def _selection(key: str, fingerprint: str, filters_json: str, text: str, _settings: Settings):
+def _selection(key: str, fingerprint: str, filters_json: str, text: str, _settings: Settings,
+               kinds: tuple[str, ...] | None = None):
     from ragloupe.diagnostics.explorer import select_chunks
 
-    return select_chunks(get_store(_settings), json.loads(filters_json), text)
+    return select_chunks(get_store(_settings), json.loads(filters_json), text, kinds)
 
 
-def get_selection(settings: Settings, filters: dict, text: str):
+def get_selection(settings: Settings, filters: dict, text: str, kinds: tuple[str, ...] | None = None):
     """The Chunk Explorer's matching ids and counts, cached per index fingerprint and filter."""
     fingerprint = get_store(settings).fingerprint()
     return _selection(store_key(settings), fingerprint, json.dumps(filters, sort_keys=True),
-                      text, settings)
+                      text, settings, kinds)
 
 
 def load_manifest(settings: Settings):

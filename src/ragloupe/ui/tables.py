@@ -126,6 +126,7 @@ def comparison_frame(rows: list, modes: list[str], show_doc: bool = True,
         record["page"] = row.record_id or str(row.page)
         if level == "chunk":
             record["chunk"] = row.chunk.position
+            record["kind"] = row.chunk.kind  # text, or table (a table chunk)
         for mode in modes:
             cell = row.cells.get(mode)
             names = list(comparison_columns(mode))

@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterable
 import streamlit as st
 
 from ragloupe.models import Chunk, Hit
+from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import fmt_change, fmt_engine, fmt_rank, fmt_score, highlight_html, md_escape
 
 
@@ -29,7 +30,10 @@ def chunk_metadata(chunk: Chunk) -> None:
             ("record id", chunk.record_id or "—"), ("title", chunk.title or "—"),
             ("section", chunk.section or "—"), ("quality", chunk.quality),
             ("quality reason", chunk.reason or "—"), ("extraction method", chunk.method or "—"),
-            ("tokens", chunk.n_tokens), ("position on page", chunk.position))],
+            ("tokens", chunk.n_tokens), ("position on page", chunk.position),
+            ("kind", chunk.kind),
+            ("table rows", f"table {chunk.table_index + 1}, rows {chunk.row_start + 1}–{chunk.row_end}"
+             if chunk.kind == "table" else "—"))],
         hide_index=True, width="stretch")
 
 
@@ -49,7 +53,8 @@ def engine_ranks_label(hit: Hit) -> str:
 def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ()) -> None:
     """An expander per hit, each engine's rank in its label: its numbers, then the full chunk."""
     gold = " ★ gold" if hit.chunk.unit in gold_units else ""
-    with st.expander(md_escape(f"#{hit.rank} {chunk_label(hit.chunk)} · "
+    kind = " · table" if hit.chunk.kind == "table" else ""
+    with st.expander(md_escape(f"#{hit.rank} {chunk_label(hit.chunk)}{kind} · "
                                f"{engine_ranks_label(hit)}{gold}")):
         dense, bm25 = hit.per_engine.get("dense"), hit.per_engine.get("bm25")
         st.text(
@@ -57,8 +62,8 @@ def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ())
             f"bm25 {fmt_engine(*_view(bm25))} | fused {fmt_score(hit.fused_score, 4)} | "
             f"rerank {fmt_change(hit.rerank_change)} | margin {fmt_score(hit.margin, 4)}\n"
             f"section: {hit.chunk.section or '—'} | quality: {hit.chunk.quality}"
-            + (f" ({hit.chunk.reason})" if hit.chunk.reason else ""))
-        chunk_text(hit.chunk.text, terms)
+            + (f" ({hit.chunk.reason})" if hit.chunk.reason else "") + f" | kind: {hit.chunk.kind}")
+        show_chunk(hit.chunk, terms)
 
 
 def _view(view) -> tuple[int | None, float | None]:

@@ -1,0 +1,83 @@
+"""Showing table chunks and a page's prose and tables side by side, as data.
+
+A table chunk's text is a markdown table, but it is never handed to
+markdown: its cells are read back (``parse_markdown_table``) and shown with
+st.dataframe, which renders each cell as inert text, and the caption and
+section lines go through st.text. The cell values come from the document,
+so "**bold**", "<b>" or "[x](http://...)" in a cell stay visible characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+import streamlit as st
+
+from ragloupe.models import Chunk
+from ragloupe.table_chunks import parse_markdown_table
+from ragloupe.ui.text import highlight_html
+
+KINDS = ("text", "table")
+
+
+def table_frame(chunk: Chunk) -> pd.DataFrame:
+    """The cells of a table chunk as a DataFrame (column names made unique and non-empty)."""
+    header, rows = parse_markdown_table(chunk.text)
+    width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
+    names, seen = [], {}
+    for i in range(width):
+        name = header[i] if i < len(header) and header[i] else f"column {i + 1}"
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    body = [list(r) + [""] * (width - len(r)) for r in rows]
+    return pd.DataFrame(body, columns=names, dtype=str)
+
+
+def table_preamble(chunk: Chunk) -> str:
+    """The lines above the table (caption, section) or a two_stage summary's text."""
+    return "\n".join(line for line in chunk.text.splitlines() if not line.startswith("|"))
+
+
+def show_chunk(chunk: Chunk, terms: Iterable[str] = ()) -> None:
+    """A chunk's content: a table chunk as a table of cells, a text chunk as marked-up inert text."""
+    if chunk.kind != "table":
+        st.html(highlight_html(chunk.text, list(terms)))
+        return
+    preamble = table_preamble(chunk)
+    if preamble:
+        st.text(preamble)
+    frame = table_frame(chunk)
+    if len(frame.columns):
+        st.caption(f"table {chunk.table_index + 1} on the page, rows {chunk.row_start + 1}–{chunk.row_end}")
+        st.dataframe(frame, hide_index=True, width="stretch")
+
+
+def page_side_by_side(chunks: list[Chunk], terms: Iterable[str] = ()) -> None:
+    """One page's prose chunks on the left, its table chunks on the right."""
+    prose = [c for c in chunks if c.kind != "table"]
+    tables = [c for c in chunks if c.kind == "table"]
+    left, right = st.columns(2)
+    with left:
+        st.subheader(f"Prose ({len(prose)} chunks)")
+        for chunk in prose:
+            st.caption(f"chunk {chunk.position} · {chunk.n_tokens} tokens")
+            show_chunk(chunk, terms)
+        if not prose:
+            st.caption("No prose chunk on this page.")
+    with right:
+        st.subheader(f"Tables ({len(tables)} chunks)")
+        for chunk in tables:
+            st.caption(f"chunk {chunk.position} · {chunk.n_tokens} tokens")
+            show_chunk(chunk, terms)
+        if not tables:
+            st.caption("No table was found on this page.")
+
+
+def method_label(method: str, confidence: float | None) -> str:
+    """'OCR (confidence 91%)', 'pdfminer (fallback)', 'pypdf' for the page lists."""
+    if method == "ocr":
+        return f"OCR (confidence {confidence:.0f}%)" if confidence is not None else "OCR"
+    if method == "pdfminer":
+        return "pdfminer (fallback or tables)"
+    return method or "—"
