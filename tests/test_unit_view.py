@@ -147,3 +147,12 @@ def test_unit_found_only_by_a_whole_unit_signal_is_located():
 
     assert (found.doc_id, found.page, found.record_id, found.chunk_ids, found.best_chunk_rank) == (
         "notes", 9, "r9", (), None)
+
+
+def test_search_table_lists_each_units_signals(records_index):
+    from ragloupe.cli.search_cmd import format_ranking
+
+    table = format_ranking(search(QUESTION, mode="hybrid", settings=records_index, unit_view="records"))
+    line = next(line for line in table.splitlines() if line.startswith("  plans#long:"))
+
+    assert "chunks 2/" in line and "unit_bm25 1/" in line and "unit_dense 1/" in line

@@ -149,6 +149,10 @@ def _summary(ranking: Ranking) -> list[str]:
     lines.append(f"timings: {stages}")
     pages = ", ".join(f"{p.unit} ({p.score:.4g})" for p in ranking.pages[:5])
     lines.append(f"top pages: {pages or ABSENT}")
+    for page in ranking.pages[:5] if any(p.signals for p in ranking.pages) else ():
+        # Under RAGLOUPE_UNIT_VIEW: each signal's rank/score of the unit, "—" where it did not list it.
+        signals = ", ".join(f"{name} {_engine_cell(view, 3)}" for name, view in page.signals.items())
+        lines.append(f"  {page.unit}: {signals}")
     return lines
 
 
