@@ -1,10 +1,13 @@
-"""Where tracebacks go: a log file, never the screen."""
+"""Where tracebacks and library warnings go: a log file, never the screen."""
 
 from __future__ import annotations
 
 import logging
 import traceback
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ragloupe.config import PROJECT_ROOT, get_settings
 from ragloupe.errors import SettingsInvalid
@@ -21,11 +24,32 @@ def log_path() -> Path:
     return path
 
 
-def log_exception(exc: BaseException) -> Path:
-    """Append exc's traceback to the log file and return the file's path."""
+def _log_to_file() -> Path:
     path = log_path()
     logging.basicConfig(filename=path, level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return path
+
+
+def log_exception(exc: BaseException) -> Path:
+    """Append exc's traceback to the log file and return the file's path."""
+    path = _log_to_file()
     logging.getLogger("ragloupe").error(
         "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     return path
+
+
+@contextmanager
+def warnings_to_log() -> Iterator[None]:
+    """While a command runs, Python warnings (a library's FutureWarning or
+    DeprecationWarning) go to the log file: they are for whoever upgrades the
+    libraries, not for the person running the command, and on stderr they
+    tear through the progress bar."""
+    def to_log(message, category, filename, lineno, file=None, line=None):
+        _log_to_file()
+        logging.getLogger("py.warnings").warning(
+            warnings.formatwarning(message, category, filename, lineno, line).strip())
+
+    with warnings.catch_warnings():
+        warnings.showwarning = to_log
+        yield

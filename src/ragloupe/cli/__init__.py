@@ -19,7 +19,7 @@ from ragloupe.config import bootstrap_environment
 bootstrap_environment()
 
 from ragloupe.errors import RagloupeError  # noqa: E402
-from ragloupe.logs import log_exception  # noqa: E402
+from ragloupe.logs import log_exception, warnings_to_log  # noqa: E402
 
 # Modules that add subcommands: each has register(subparsers) and sets
 # `handler` on its parsers: handler(args) -> CommandResult.
@@ -66,7 +66,8 @@ def check_settings() -> None:
 def run(handler: Callable[[argparse.Namespace], CommandResult], args: argparse.Namespace) -> int:
     try:
         check_settings()
-        result = handler(args)
+        with warnings_to_log():
+            result = handler(args)
     except RagloupeError as exc:
         _fail(args, str(exc))
         return 2

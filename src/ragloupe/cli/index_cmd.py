@@ -128,6 +128,13 @@ def format_summary(data: dict, index_dir: Path) -> str:
     if data["review_findings"]:
         lines.append(f"{'review':<10} {len(data['review_findings']):>5}  records findings to review "
                      "(not blocking; `ragloupe validate PATH` lists them)")
+    if data.get("unindexed"):
+        lines.append(f"{'no pages':<10} {len(data['unindexed']):>5}  documents with no page indexed "
+                     "(nothing of them is searchable)")
+        for doc in data["unindexed"]:
+            why = "; ".join(f"{n} {reason}" for reason, n in doc["reasons"].items())
+            lines.append(f"  {plain(Path(doc['path']).name)}: 0 of {doc['pages']} pages indexed"
+                         + (f" ({plain(why)})" if why else ""))
     lines.append(f"{'errors':<10} {len(data['errors']):>5}")
     for error in data["errors"]:
         lines.append(f"  {plain(Path(error['path']).name)}: {plain(error['error'])}")
@@ -195,7 +202,8 @@ def handle_status(args: argparse.Namespace) -> CommandResult:
         lines.append(f"busy:      an indexer is running (pid {data['busy_pid']})")
     for doc in data["documents"]:
         lines.append(f"  {plain(doc['doc_id']):<28} {doc['kind']:<7} {doc['pages']:>5} pages "
-                     f"{doc['pages_indexed']:>5} indexed {doc['chunks']:>6} chunks")
+                     f"{doc['pages_indexed']:>5} indexed {doc['chunks']:>6} chunks"
+                     + ("  (no page indexed)" if not doc["pages_indexed"] else ""))
     for doc_id in data["refused"]:
         lines.append(f"  {plain(doc_id):<28} refused")
     return CommandResult(data, "\n".join(lines))

@@ -48,6 +48,7 @@ class GoldQuery:
     difficulty: str = ""  # LEX | MOD | STR in the Grampian sets
     category: str = ""
     goldset: str = ""  # the name of the gold set it came from
+    bad_pages: tuple[str, ...] = ()  # expected page values that are not pages (0, "two", 2.5)
 
     @property
     def expected_units(self) -> tuple[str, ...]:
@@ -66,7 +67,7 @@ class GoldFinding:
     """A problem with a gold set. Queries with an error finding are not evaluated."""
 
     goldset: str
-    code: str  # empty_question | duplicate_id | no_expected_unit | unknown_document | page_out_of_range | unknown_record
+    code: str  # empty_question | duplicate_id | bad_page | no_expected_unit | unknown_document | page_out_of_range | unknown_record
     message: str
     query_id: str = ""
     severity: Literal["error", "warning"] = "error"
@@ -196,10 +197,12 @@ def all_findings(goldsets: Iterable[GoldSet], documents: Mapping[str, DocumentIn
 def _grampian_query(item: dict, name: str, default_doc: str) -> GoldQuery:
     query_id = str(item.get("query_id") or item.get("id") or "")
     match = _GRAMPIAN_ID.match(query_id)
+    pages, bad_pages = _pages(item.get("expected_pages"))
     return GoldQuery(
         query_id=query_id, question=str(item.get("question") or "").strip(),
         doc_id=str(item.get("doc_id") or default_doc),
-        expected_pages=_pages(item.get("expected_pages")),
+        expected_pages=pages,
+        bad_pages=bad_pages,
         expected_answer=str(item.get("expected_answer") or ""),
         answer_type=str(item.get("answer_type") or ""),
         difficulty=str(item.get("difficulty") or ""),
@@ -229,11 +232,13 @@ def _flat_query(item: dict, name: str) -> GoldQuery:
     document = str(item.get("expected_document") or item.get("doc_id") or "")
     # A flat set may name the file ("report.pdf"); the index names documents by stem.
     doc_id = Path(document).stem if Path(document).suffix.lower() in {".pdf", ".csv", ".jsonl"} else document
+    pages, bad_pages = _pages(item.get("expected_pages"))
     return GoldQuery(
         query_id=str(item.get("id") or item.get("query_id") or ""),
         question=str(item.get("question") or "").strip(),
         doc_id=doc_id,
-        expected_pages=_pages(item.get("expected_pages")),
+        expected_pages=pages,
+        bad_pages=bad_pages,
         expected_answer=str(item.get("reference_answer") or item.get("expected_answer") or ""),
         answer_type=str(item.get("answer_type") or ""),
         difficulty=str(item.get("difficulty") or ""),
@@ -242,19 +247,22 @@ def _flat_query(item: dict, name: str) -> GoldQuery:
     )
 
 
-def _pages(value: Any) -> tuple[int, ...]:
-    """Expected pages as 1-based ints; anything that is not a whole number is dropped."""
+def _pages(value: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Expected pages as 1-based ints, and the values that are not pages (0, -3, "two",
+    2.5, true), shown as written so a finding can quote them."""
     if value is None:
-        return ()
+        return (), ()
     if not isinstance(value, list):
         value = [value]
-    pages = []
+    pages, bad = [], []
     for v in value:
-        if isinstance(v, bool):
-            continue
-        if isinstance(v, int) or (isinstance(v, str) and v.strip().isdigit()):
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            pages.append(v)
+        elif isinstance(v, str) and v.strip().isdigit() and int(v) >= 1:
             pages.append(int(v))
-    return tuple(p for p in pages if p >= 1)
+        else:
+            bad.append(json.dumps(v, ensure_ascii=False))
+    return tuple(pages), tuple(bad)
 
 
 def _keep_valid(parsed: list[GoldQuery], name: str) -> tuple[list[GoldQuery], list[GoldFinding]]:
@@ -277,6 +285,11 @@ def _keep_valid(parsed: list[GoldQuery], name: str) -> tuple[list[GoldQuery], li
             continue
         if not query.doc_id:
             findings.append(GoldFinding(name, "no_document", f"{label}: no document named", label))
+            continue
+        if query.bad_pages:
+            findings.append(GoldFinding(name, "bad_page",
+                                        f"{label}: expected page {', '.join(query.bad_pages)}: "
+                                        "page must be a positive whole number", label))
             continue
         if not query.expected_units:
             findings.append(GoldFinding(name, "no_expected_unit",

@@ -43,7 +43,10 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        # sentence-transformers 5 renamed the method (the old name warns); 3 and 4 have only the old one.
+        named = getattr(self.model, "get_embedding_dimension", None) or \
+            self.model.get_sentence_embedding_dimension
+        return int(named())
 
     @property
     def max_seq_length(self) -> int:

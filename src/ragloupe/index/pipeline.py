@@ -105,6 +105,9 @@ class IndexSummary:
     chunks_removed: int = 0
     errors: list[FileError] = field(default_factory=list)
     review_findings: list[dict] = field(default_factory=list)  # non-blocking records findings
+    # Documents of this run that went in without a single indexed page (a scan, a file whose
+    # pages all failed): {"doc_id", "path", "pages", "reasons": {reason: pages}}.
+    unindexed: list[dict] = field(default_factory=list)
     documents: int = 0  # complete documents in the index after the run
     chunks: int = 0  # chunks in the index after the run
     settings_fingerprint: str = ""
@@ -209,6 +212,12 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
         if not rebuild and (reason := manifest.stale_reason(settings)):
             raise StaleIndex(reason)
         store = open_store(settings)
+        if rebuild and paths:
+            # A rebuild drops everything, so it re-reads everything the index held, not only
+            # PATHS: otherwise the other folders' documents would vanish until a plain run.
+            given = {Path(p).resolve() for p in paths}
+            paths = [*paths, *(r for r in default_roots(manifest, settings)
+                               if r.exists() and r not in given)]
         if rebuild:
             roots = list(manifest.roots)
             store.reset()
@@ -354,7 +363,8 @@ def repair(manifest: Manifest, store: Store) -> tuple[list[str], int]:
     """Make Chroma hold exactly the complete documents' chunks; returns (what was fixed, chunks removed).
 
     Pending entries lose their chunks and their entry (the plan then sees
-    their file as new); complete entries with chunks missing from Chroma
+    their file as new, or, when the file is gone, the deletion that was
+    interrupted is thereby done); complete entries with chunks missing from Chroma
     are dropped the same way, to be redone; chunks no complete entry
     claims are deleted.
     """
@@ -362,7 +372,9 @@ def repair(manifest: Manifest, store: Store) -> tuple[list[str], int]:
     removed = 0
     held = set(store.ids())
     for entry in list(manifest.documents.values()):
-        if entry.state == "pending":
+        if entry.state == "pending" and not Path(entry.path).exists():
+            fixed.append(f"{entry.doc_id}: interrupted deletion, removed")
+        elif entry.state == "pending":
             fixed.append(f"{entry.doc_id}: interrupted run, re-indexed")
         elif entry.state == "complete" and not set(entry.chunk_ids) <= held:
             fixed.append(f"{entry.doc_id}: chunks missing from the store, re-indexed")
@@ -385,14 +397,25 @@ def _tally(manifest: Manifest, summary: IndexSummary) -> None:
     """Pages indexed / excluded (with reasons) by this run, and the index's totals."""
     reasons: Counter[str] = Counter()
     for doc_id in summary.new + summary.modified:
-        for page in manifest.documents[doc_id].pages:
+        entry = manifest.documents[doc_id]
+        excluded: Counter[str] = Counter()
+        for page in entry.pages:
             if page.indexed:
                 summary.pages_indexed += 1
             else:
                 summary.pages_excluded += 1
-                reasons[page.reason or f"{page.quality} page"] += 1
-    summary.excluded_reasons = dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+                excluded[page.reason or f"{page.quality} page"] += 1
+        reasons.update(excluded)
+        if not any(page.indexed for page in entry.pages):
+            summary.unindexed.append({"doc_id": doc_id, "path": entry.path, "pages": len(entry.pages),
+                                      "reasons": _by_count(excluded)})
+    summary.excluded_reasons = _by_count(reasons)
     summary.documents = len(manifest.complete())
+
+
+def _by_count(counts: Counter[str]) -> dict[str, int]:
+    """Most frequent first, then alphabetical: the same order on every run."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 # ---- status ----------------------------------------------------------------------

@@ -217,9 +217,12 @@ def format_findings(doc: SourceDoc) -> str:
     name = Path(doc.path).name
     if doc.error and not doc.findings:
         return f"{name}: refused: {doc.error}"
-    verdict = "REFUSED (nothing will be indexed)" if doc.blocked else "ok"
-    lines = [f"{name}: {verdict}; {len(doc.pages)} records, "
-             f"{blocking} blocking and {review} review findings"]
+    if doc.blocked:  # a refused file keeps no pages: counting them would say "0 records"
+        lines = [f"{name}: REFUSED (nothing will be indexed); "
+                 f"{blocking} blocking and {review} review findings"]
+    else:
+        lines = [f"{name}: ok; {len(doc.pages)} records, "
+                 f"{blocking} blocking and {review} review findings"]
     for finding in doc.findings:
         lines.append(f"  {finding.severity:<8} {finding.code:<16} {finding.message}")
     return "\n".join(lines)

@@ -144,6 +144,11 @@ def index_summary(summary) -> None:
         st.error(f"{len(summary.errors)} file(s) not indexed")
         st.dataframe([{"file": e.path, "document": e.doc_id, "reason": e.error}
                       for e in summary.errors], hide_index=True, width="stretch")
+    if summary.unindexed:
+        st.warning(f"{len(summary.unindexed)} document(s) with no page indexed: nothing of them is searchable")
+        st.dataframe([{"document": d["doc_id"], "pages": d["pages"],
+                       "why": "; ".join(f"{n} {reason}" for reason, n in d["reasons"].items())}
+                      for d in summary.unindexed], hide_index=True, width="stretch")
     if summary.excluded_reasons:
         st.subheader("Pages excluded, by reason")
         st.dataframe([{"reason": reason, "pages": n}
