@@ -4,11 +4,15 @@ import pandas as pd
 import streamlit as st
 
 from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
+from ragloupe.ui import state
+from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_embedder, get_store
 from ragloupe.ui.charts import k_sweep_chart, survival_chart
 from ragloupe.ui.guard import inside_navigation, page_errors
-from ragloupe.ui.tables import comparison_rows, metrics_rows
+from ragloupe.ui.tables import comparison_rows, metrics_rows, parse_ks, run_label
 from ragloupe.ui.widgets import evaluate_with_progress
+
+PAGE = "evaluation"
 
 inside_navigation()
 st.title("Evaluation")
@@ -17,40 +21,49 @@ st.caption("Each run asks every gold question, scores the page view of the ranki
 
 with page_errors():
     from ragloupe.evaluate.compare import compare
-    from ragloupe.evaluate.runs import list_runs, load_run, normalise_ks
+    from ragloupe.evaluate.runs import list_runs, load_run
     from ragloupe.retrieve.search import MODES
 
+    index_notice()
     settings = current_settings()
     paths = {path.name: path for path in find_goldsets(settings)}
+    state.keep(PAGE, {"goldsets": list(paths)[:1], "modes": ["dense", "hybrid"],
+                      "ks": "1,3,5,10", "scope": "doc"})
+    state.restrict(PAGE, "goldsets", list(paths))
     with st.form("evaluate"):
-        chosen = st.multiselect("Gold sets", list(paths), default=list(paths)[:1], key="goldsets")
+        chosen = st.multiselect("Gold sets", list(paths), key=f"{PAGE}.goldsets")
         left, middle, right = st.columns([3, 2, 1])
-        modes = left.multiselect("Modes", MODES, default=["dense", "hybrid"], key="modes")
-        ks_text = middle.text_input("k sweep", value="1,3,5,10", key="ks")
-        scope = right.radio("Scope", ("doc", "all"), key="scope",
+        modes = left.multiselect("Modes", MODES, key=f"{PAGE}.modes")
+        ks_text = middle.text_input("k sweep", key=f"{PAGE}.ks",
+                                    help="whole numbers separated by commas, e.g. 1,3,5,10")
+        scope = right.radio("Scope", ("doc", "all"), key=f"{PAGE}.scope",
                             help="doc: each question searches its own document; all: the whole index")
         run_clicked = st.form_submit_button("Run evaluation", type="primary")
 
     if run_clicked:
+        ks = parse_ks(ks_text)
         if not chosen or not modes:
             st.warning("Pick at least one gold set and one mode.")
+        elif ks is None:
+            st.warning(f"The k sweep takes whole numbers of at least 1 separated by commas "
+                       f"(e.g. 1,3,5,10); {ks_text!r} is not that.")
         else:
             goldsets, problems = load_goldsets(paths[name] for name in chosen)
             for problem in problems:
                 st.error(problem)
             if goldsets:
                 reports = evaluate_with_progress(
-                    goldsets, modes, list(normalise_ks(ks_text)), scope, settings,
+                    goldsets, modes, list(ks), scope, settings,
                     store=get_store(settings), embedder=get_embedder(settings))
-                st.session_state["eval_runs"] = [r.run_id for r in reports]
+                state.result(PAGE, [r.run_id for r in reports])
 
-    run_ids = st.session_state.get("eval_runs", [])
+    run_ids = state.result(PAGE) or []
     if run_ids:
         runs = [load_run(run_id, settings) for run_id in run_ids]
         st.header("Results")
         st.dataframe(pd.DataFrame(metrics_rows(runs)), hide_index=True, width="stretch")
         for run in runs:
-            st.caption(f"{run.data['mode']}: {run.data['recall_sweep']['text']} · "
+            st.caption(f"{run_label(run)}: {run.data['recall_sweep']['text']} · "
                        f"report {run.path.name if run.path else run.run_id}")
         st.subheader("By difficulty")
         st.dataframe(pd.DataFrame(metrics_rows(runs, "by_difficulty")), hide_index=True,
@@ -72,15 +85,22 @@ with page_errors():
     if not past:
         st.caption("No run yet in " + str(settings.path("runs_dir")))
     else:
-        st.dataframe(pd.DataFrame([{k: v for k, v in row.items() if k != "path"} for row in past]),
+        loaded = {row["run_id"]: load_run(row["run_id"], settings) for row in past}
+        st.dataframe(pd.DataFrame([{"run": run_label(loaded[row["run_id"]]),
+                                    "hit@1": row["hit@1"], "mrr": row["mrr"],
+                                    "report": row["run_id"]} for row in past]),
                      hide_index=True, width="stretch")
-        ids = [row["run_id"] for row in past]
+        ids = [row["run_id"] for row in past]  # newest first
         if len(ids) >= 2:
+            # Keyed on the newest run: a new run resets both choices to the two newest,
+            # so Compare never keeps comparing runs chosen before it.
             first, second = st.columns(2)
-            run_a = first.selectbox("Run A (baseline)", ids, index=1, key="run_a")
-            run_b = second.selectbox("Run B", ids, index=0, key="run_b")
+            run_a = first.selectbox("Run A (baseline)", ids, index=1, key=f"run_a-{ids[0]}",
+                                    format_func=lambda i: run_label(loaded[i]))
+            run_b = second.selectbox("Run B", ids, index=0, key=f"run_b-{ids[0]}",
+                                     format_func=lambda i: run_label(loaded[i]))
             if st.button("Compare", key="compare"):
-                comparison = compare(load_run(run_a, settings), load_run(run_b, settings))
+                comparison = compare(loaded[run_a], loaded[run_b])
                 for line in comparison.verdicts:
                     st.text(line)
                 for note in comparison.notes:

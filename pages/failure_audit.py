@@ -4,27 +4,31 @@ import pandas as pd
 import streamlit as st
 
 from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
+from ragloupe.ui import state
+from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_embedder, get_store
 from ragloupe.ui.charts import failure_chart
 from ragloupe.ui.guard import inside_navigation, page_errors
-from ragloupe.ui.tables import failed_query_rows, retrieved_rows
+from ragloupe.ui.tables import audit_rows, gold_rank_rows, retrieved_rows, run_label
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import evaluate_with_progress
+
+PAGE = "audit"
 
 inside_navigation()
 st.title("Failure audit")
 st.caption("Failure codes after Barnett et al. (2024), assigned per question at the run's "
-           "failure cutoff k.")
+           "failure cutoff k; pick another cutoff to see which questions miss there.")
 
 with page_errors():
     from ragloupe.evaluate.runs import list_runs, load_run
 
+    index_notice()
     settings = current_settings()
     past = list_runs(settings)
     if not past:
         st.info("No evaluation run yet. Evaluate every shipped gold set here in the default mode "
-                "(about a minute on 2 cores), or pick gold sets and modes on the Evaluation page "
-                "(or `ragloupe eval`).")
+                "(about a minute on 2 cores), or pick gold sets and modes on the Evaluation page.")
         if not st.button("Evaluate the gold sets now", type="primary", key="evaluate_now"):
             st.stop()
         goldsets, problems = load_goldsets(find_goldsets(settings))
@@ -32,9 +36,13 @@ with page_errors():
             st.error(problem)
         evaluate_with_progress(goldsets, [settings.mode], [1, 3, 5, 10], "doc", settings,
                                store=get_store(settings), embedder=get_embedder(settings))
-        past = list_runs(settings)
-    run_id = st.selectbox("Run", [row["run_id"] for row in past], key="run")
-    run = load_run(run_id, settings)
+        st.rerun()  # the page again, now with the run (and without the "no run yet" note)
+    runs = {row["run_id"]: load_run(row["run_id"], settings) for row in past}
+    ids = list(runs)  # newest first
+    if st.session_state.get(f"{PAGE}.run") not in ids:
+        st.session_state[f"{PAGE}.run"] = ids[0]
+    run_id = st.selectbox("Run", ids, key=f"{PAGE}.run", format_func=lambda i: run_label(runs[i]))
+    run = runs[run_id]
     failures = run.data["failures"]
 
     chart_col, legend_col = st.columns([3, 2])
@@ -49,36 +57,51 @@ with page_errors():
         if generation.get("assessed"):
             st.caption("Generation codes: " + ", ".join(f"{c} {n}" for c, n in generation["counts"].items()))
         else:
-            st.caption(generation.get("note", "Generation codes not assessed."))
+            st.caption("Generation codes (FP4-FP7) were not assessed: this run generated no "
+                       "answers. They need an LLM and an evaluation with answers.")
 
-    failed = failed_query_rows(run)
-    st.subheader(f"Questions that missed ({len(failed)})")
-    if not failed:
-        st.success("Every question hit at this cutoff.")
+    cutoff_col, misses_col = st.columns([1, 3])
+    deepest = max([max(run.data["ks"])] + [q["first_relevant_rank"] or 0 for q in run.data["queries"]])
+    k = int(cutoff_col.number_input("Cutoff k", min_value=1, max_value=max(deepest, 1), step=1,
+                                    value=int(failures["k"]), key=f"{PAGE}.k-{run_id}"))
+    only_misses = misses_col.toggle(f"Only the questions that miss at k={k}", value=True,
+                                    key=f"{PAGE}.only_misses")
+    listed = audit_rows(run, k, only_misses)
+    st.subheader(f"Questions that miss at k={k}: "
+                 f"{len(audit_rows(run, k, True))} of {run.data['n_queries']}")
+    if not listed:
+        st.success(f"Every question hit at k={k}.")
         st.stop()
-    st.dataframe(pd.DataFrame(failed), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(listed), hide_index=True, width="stretch",
+                 column_config={"first relevant rank": st.column_config.NumberColumn(
+                     help="the rank of the first gold unit in the run's ranking, however deep")})
 
     by_key = {(q["goldset"], q["query_id"]): q for q in run.data["queries"]}
-    choice = st.selectbox("Look at one", [(r["goldset"], r["query_id"]) for r in failed],
-                          format_func=lambda key: f"{key[1]} ({by_key[key]['failure']['code']})",
-                          key="query")
+    keys = [(q["goldset"], q["query_id"]) for q in run.data["queries"]
+            if q["query_id"] in {row["query_id"] for row in listed}]
+    choice = st.selectbox("Look at one", keys, key=f"{PAGE}.query-{run_id}-{k}-{only_misses}",
+                          format_func=lambda key: f"{key[1]} ({by_key[key]['failure']['code']}) "
+                                                  f"{by_key[key]['question'][:80]}")
     query = by_key[choice]
     st.subheader(md_escape(f"{query['query_id']} · {query['failure']['code']}"))
     st.text(f"Question: {query['question']}")
     st.text(f"Gold units: {', '.join(query['expected_units'])}")
     st.text(f"Gold answer: {query['expected_answer'] or '—'}")
     st.text(f"Evidence: {query['failure']['evidence']}")
+    if st.button("Open in Search & compare", key="open_in_search"):
+        state.carry("search", {"question": query["question"],
+                               "docs": [query["doc_id"]] if run.data["scope"] == "doc" else [],
+                               "modes": [run.data["mode"].replace("+rewrite", "")]})
+        st.session_state["_search_pending"] = True
+        st.switch_page("pages/search_compare.py")
     audit = query.get("label_audit") or {}
     if audit.get("flagged"):
         st.warning("Suspected gold-label error: the answer was found on "
                    + (", ".join(audit.get("found_on", [])) or "another unit")
                    + (f" ({audit['note']})" if audit.get("note") else ""))
-    gold_rows = [e for e in query["ranked"] if e["relevant"]]
-    st.markdown("**Where each engine ranked the gold unit**")
-    if gold_rows:
-        st.dataframe(pd.DataFrame(retrieved_rows({"ranked": gold_rows})), hide_index=True)
-    else:
-        st.caption("The gold unit is not among the units the report lists for this question.")
+    st.markdown("**Where each engine ranked the gold unit** (however deep; — when the engine "
+                "did not list it at all)")
+    st.dataframe(pd.DataFrame(gold_rank_rows(query)), hide_index=True)
     st.markdown("**What was retrieved instead**")
     st.dataframe(pd.DataFrame(retrieved_rows(query)), hide_index=True, width="stretch")
     if query["failure"].get("details"):

@@ -1,5 +1,7 @@
 """Search & compare: one question, up to three retrieval modes in one table."""
 
+import re
+
 import streamlit as st
 
 from ragloupe.diagnostics.comparison import comparison_rows
@@ -163,8 +165,10 @@ with page_errors():
                            f"{ranking.candidates} candidates · "
                            f"{1000 * ranking.timings.get('total', 0):.0f} ms")
             if ranking.rewrite is not None or ranking.rewrite_note:
+                note = re.sub(r"^\s*rewrite not used\s*:\s*", "", ranking.rewrite_note or "",
+                              flags=re.IGNORECASE) or "no LLM answered"
                 column.text(f"Rewrite used: {ranking.rewrite}" if ranking.rewrite_used
-                            else f"Rewrite not used: {ranking.rewrite_note or 'no LLM answered'}")
+                            else f"Rewrite not used: {note}")
 
         rows = comparison_rows(rankings, level=level, k=k, gold_units=gold)
         one_doc = len({row.doc_id for row in rows}) <= 1

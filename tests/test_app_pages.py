@@ -60,6 +60,10 @@ def button(app: AppTest, label: str):
     return next(b for b in app.button if b.label == label)
 
 
+def selectbox(app: AppTest, label: str):
+    return next(box for box in app.selectbox if box.label == label)
+
+
 def metric(app: AppTest, label: str) -> str:
     return next(m.value for m in app.metric if m.label == label)
 
@@ -454,9 +458,9 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env):
 
     goldset = _smallest_goldset(app_env)
     app = run_page("evaluation")
-    app.multiselect(key="goldsets").set_value([goldset.name])
-    app.multiselect(key="modes").set_value(["bm25", "dense"])
-    app.text_input(key="ks").input("1,3")
+    app.multiselect(key="evaluation.goldsets").set_value([goldset.name])
+    app.multiselect(key="evaluation.modes").set_value(["bm25", "dense"])
+    app.text_input(key="evaluation.ks").input("1,3")
     button(app, "Run evaluation").click()
     app.run()
     assert_clean(app)
@@ -471,7 +475,8 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env):
     button(app, "Compare").click()
     app.run()
     assert_clean(app)
-    run_a, run_b = (load_run(app.selectbox(key=k).value, app_env) for k in ("run_a", "run_b"))
+    run_a, run_b = (load_run(selectbox(app, label).value, app_env)
+                    for label in ("Run A (baseline)", "Run B"))
     verdicts = compare(run_a, run_b).verdicts
     assert verdicts and all(any(v == t.value for t in app.text) for v in verdicts)
 
@@ -517,6 +522,64 @@ def test_failure_audit_page_without_runs_evaluates_the_gold_sets_on_request(app_
     assert len(runs) == 1 and runs[0]["mode"] == settings.mode
     figure = json.loads(app.get("plotly_chart")[0].proto.spec)
     assert sum(figure["data"][0]["y"]) == 19  # every question of the natech gold set has a code
+
+
+def test_evaluation_compare_defaults_to_the_newest_runs_named_in_words(app_env):
+    from ragloupe.evaluate.runs import evaluate
+    from ragloupe.ui.tables import run_label
+
+    goldset = _smallest_goldset(app_env)
+    older = [evaluate([goldset], mode=mode, ks=[1, 3], scope="doc", settings=app_env)
+             for mode in ("bm25", "dense")]
+    app = run_page("evaluation")
+    assert selectbox(app, "Run B").value == older[-1].run_id
+    assert selectbox(app, "Run A (baseline)").value == older[-2].run_id
+    # A run made after the page was opened (another tab, the CLI): the same session's
+    # Compare now defaults to it and the one before it, not to the choices it showed.
+    newest = evaluate([goldset], mode="hybrid", ks=[1, 3], scope="doc", settings=app_env)
+    app.run()
+    assert_clean(app)
+    assert selectbox(app, "Run B").value == newest.run_id
+    assert selectbox(app, "Run A (baseline)").value == older[-1].run_id
+    label = run_label(newest)
+    assert label.startswith("hybrid · doc scope · ") and "k 1,3" in label
+    assert newest.run_id not in label
+
+
+def test_evaluation_page_says_what_a_k_sweep_takes(app_env):
+    app = run_page("evaluation")
+    app.multiselect(key="evaluation.goldsets").set_value([_smallest_goldset(app_env).name])
+    app.text_input(key="evaluation.ks").input("1,three")
+    button(app, "Run evaluation").click()
+    app.run()
+    assert_clean(app)
+    assert any("whole numbers" in w.value and "--" not in w.value for w in app.warning)
+
+
+def test_failure_audit_gives_the_gold_units_ranks_however_deep(app_env):
+    from ragloupe.evaluate.runs import evaluate
+
+    report = evaluate([GRAMPIAN_GOLD], mode="bm25", ks=[1, 3], scope="doc", settings=app_env)
+    deepest = max((q for q in report.data["queries"] if q["first_relevant_rank"]),
+                  key=lambda q: q["first_relevant_rank"])
+    listed = {entry["unit"] for entry in deepest["ranked"]}
+    assert deepest["first_relevant_rank"] > len(deepest["ranked"]), "no deep miss to look at"
+    assert not set(deepest["expected_units"]) & listed
+    app = run_page("failure_audit")
+    app.number_input(key=f"audit.k-{report.run_id}").set_value(deepest["first_relevant_rank"] - 1)
+    app.run()
+    assert_clean(app)
+    look = selectbox(app, "Look at one")
+    look.set_value((deepest["goldset"], deepest["query_id"]))
+    app.run()
+    assert_clean(app)
+    gold = next(d.value for d in app.dataframe if "gold unit" in d.value.columns)
+    assert f"#{deepest['first_relevant_rank']}" in list(gold["final rank"])
+    shown = gold[gold["final rank"] == f"#{deepest['first_relevant_rank']}"].iloc[0]
+    entry = next(e for e in deepest["gold"] if e["rank"] == deepest["first_relevant_rank"])
+    assert shown["bm25 rank"] == (f"#{entry['engines']['bm25']}" if entry["engines"].get("bm25")
+                                  else "—")
+    assert not any("not among the units" in c.value for c in app.caption)
 
 
 def _scripted_llm(answer_text: str):

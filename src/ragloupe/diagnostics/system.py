@@ -26,7 +26,7 @@ PIPELINE_STAGES = (
     ("ingest", "pages, quality, boilerplate"),
     ("chunk", "token-aware, per page"),
     ("index", "manifest + Chroma + BM25"),
-    ("retrieve", "dense, bm25 → RRF → rerank"),
+    ("retrieve", "engines → fusion → rerank"),
     ("answer", "LLM with citations"),
     ("audit", "groundedness, spans"),
     ("evaluate", "Hit@k, MRR, CIs, failure codes"),
@@ -37,7 +37,7 @@ def settings_rows(settings: Settings) -> list[dict[str, str]]:
     """Every setting with its value and where the value came from; secrets masked."""
     rows = []
     for name, value in settings.as_dict().items():
-        shown = str(value)
+        shown = plain_value(value)
         if name in SECRET_SETTINGS and shown:
             shown = "•••• (set)"
         rows.append({"setting": name, "value": shown,
@@ -88,12 +88,51 @@ def as_rows(record: Any) -> list[dict[str, str]]:
         items = list(record.items())
     else:
         items = [("value", record)]
-    return [{"name": str(name), "value": _short(value)} for name, value in items]
+    return [{"name": str(name), "value": _short(plain_value(value))} for name, value in items]
 
 
-def _short(value: Any, limit: int = 200) -> str:
-    text = str(value)
+def plain_value(value: Any) -> str:
+    """A value as a person reads it, never a Python repr: lists joined, mappings as 'k: v'."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {plain_value(v)}" for k, v in value.items()) or "—"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return ", ".join(plain_value(v) for v in items) or "—"
+    if is_dataclass(value) and not isinstance(value, type):
+        return "; ".join(f"{f.name}: {plain_value(getattr(value, f.name))}" for f in fields(value))
+    return str(value)
+
+
+def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
+
+
+def retrieval_summary(settings: Settings) -> str:
+    """What the default mode's retrieval does, in the words of its settings.
+
+    The diagram must not claim a stage that does not run: fusion only when
+    two engines are fused, a reranker only when the mode or a setting turns
+    one on.
+    """
+    mode = settings.mode
+    base, *flags = mode.split("+")
+    engines = {"dense": "dense", "bm25": "bm25", "hybrid": "dense + bm25"}.get(base, base)
+    parts = [engines]
+    if base == "hybrid":
+        weights = f"weights {settings.weight_dense:g}:{settings.weight_bm25:g}"
+        parts.append(f"RRF (k={settings.rrf_k}), {weights}" if settings.fusion == "rrf"
+                     else f"min-max fusion, {weights}")
+    if "rerank" in flags or settings.lexical_rerank:
+        parts.append(f"rerank ({'cross-encoder' if settings.cross_encoder_model else 'lexical'})")
+    else:
+        parts.append("no rerank")
+    if "rewrite" in flags:
+        parts.insert(0, "LLM rewrite")
+    return " → ".join(parts)
 
 
 def pipeline_dot(settings: Settings) -> str:
@@ -102,14 +141,16 @@ def pipeline_dot(settings: Settings) -> str:
         "chunk": f"{settings.chunk_tokens} tokens, overlap {settings.chunk_overlap}",
         "index": f"Chroma {'server' if settings.chroma_host else 'embedded'}, "
                  f"collection {settings.collection}",
-        "retrieve": f"{settings.fusion} fusion, rrf_k={settings.rrf_k}, "
-                    f"window {settings.candidate_window}, mode {settings.mode}",
+        "retrieve": f"mode {settings.mode}: {retrieval_summary(settings)}, "
+                    f"{settings.candidate_window} candidates per engine",
         "answer": f"LLM backend {settings.llm_backend}",
     }
     lines = ["digraph pipeline {", '  rankdir=LR; node [shape=box, style="rounded,filled", '
              'fillcolor="#eef3fb", fontname="Helvetica", fontsize=10];']
     for name, what in PIPELINE_STAGES:
-        label = f"{name}\\n{what}" + (f"\\n{detail[name]}" if name in detail else "")
+        if name == "retrieve":  # the generic line would name stages the settings may not run
+            what = ""
+        label = f"{name}" + (f"\\n{what}" if what else "") + (f"\\n{detail[name]}" if name in detail else "")
         lines.append(f'  {name} [label="{_dot_escape(label)}"];')
     chain = [name for name, _ in PIPELINE_STAGES]
     for left, right in zip(chain, chain[1:]):

@@ -189,6 +189,10 @@ def score_query(query: GoldQuery, ranking: Ranking | None, ks: Sequence[int], fa
         "metrics": M.query_metrics(ranked, expected, ks),
         "failure": failure.as_dict(),
         "label_audit": audit.as_dict(),
+        # Every gold unit's final and engine ranks however deep, so a miss at rank 41 is shown
+        # with its ranks even though "ranked" lists only the first units.
+        "gold": [{"unit": u, "rank": ranked.index(u) + 1 if u in ranked else None,
+                  "engines": dict(sorted(view.engine_ranks.get(u, {}).items()))} for u in expected],
         "ranked": [{"rank": i, "unit": u, "score": scores.get(u), "relevant": u in expected,
                     "engines": dict(sorted(view.engine_ranks.get(u, {}).items()))}
                    for i, u in enumerate(shown, start=1)],

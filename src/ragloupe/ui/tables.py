@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ragloupe.models import Hit, Ranking
-from ragloupe.ui.text import ABSENT, fmt_change, fmt_rank, fmt_score
+from ragloupe.ui.text import ABSENT, fmt_rank, fmt_score
 
 ENGINES = ("dense", "bm25")
 
@@ -61,14 +61,6 @@ def metrics_rows(runs: list, group: str = "all") -> list[dict[str, Any]]:
             row.update({name: fmt_estimate(block.get(name)) for name in names})
             rows.append(row)
     return rows
-
-
-def failed_query_rows(run) -> list[dict[str, Any]]:
-    """The run's queries that did not HIT at the failure cutoff."""
-    return [{"query_id": q["query_id"], "goldset": q["goldset"], "difficulty": q["difficulty"] or ABSENT,
-             "code": q["failure"]["code"], "first relevant rank": fmt_rank(q["first_relevant_rank"]),
-             "question": q["question"]}
-            for q in run.data["queries"] if q["failure"]["code"] != "HIT"]
 
 
 def retrieved_rows(query: dict, limit: int = 10) -> list[dict[str, Any]]:
@@ -183,3 +175,77 @@ def comparison_styler(frame: pd.DataFrame, modes: list[str], k: int):
     if final:
         styler = styler.apply(past_k, subset=final)
     return styler
+
+
+def run_label(run) -> str:
+    """A run named in words: 'hybrid · doc scope · Grampian-2021-2022 · k 1,3,5,10 · 30 Nov 18:42 UTC'."""
+    data = run.data
+    names = ", ".join(_goldset_name(g["name"]) for g in data.get("goldsets", [])) or "no gold set"
+    ks = ",".join(str(k) for k in data.get("ks", []))
+    when = _when(run.timings.get("started_at", ""))
+    return (f"{data['mode']} · {data['scope']} scope · {names} · k {ks} · "
+            f"{data.get('n_queries', 0)} questions · {when}")
+
+
+def _goldset_name(name: str) -> str:
+    for suffix in (".eval.json", ".gold.json", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _when(started_at: str) -> str:
+    from datetime import datetime
+
+    try:
+        moment = datetime.fromisoformat(started_at)
+    except ValueError:
+        return started_at or "time unknown"
+    return moment.strftime("%d %b %H:%M:%S UTC")
+
+
+def parse_ks(text: str) -> tuple[int, ...] | None:
+    """'1, 3,5,10' -> (1, 3, 5, 10); None when it is not whole numbers of at least 1."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        return None
+    return tuple(sorted({int(p) for p in parts}))
+
+
+def audit_rows(run, k: int, only_misses: bool = True) -> list[dict[str, Any]]:
+    """The run's questions judged at cutoff ``k``: first relevant rank, hit or miss, the code.
+
+    The failure code was assigned at the run's own cutoff; at another k a
+    question is a miss when its first relevant unit ranks below k (or nowhere).
+    At the run's cutoff every question with a failure code is listed, FP3 too
+    (the page was retrieved, the answer text was not).
+    """
+    failure_k = run.data["failures"]["k"]
+    rows = []
+    for query in run.data["queries"]:
+        first = query["first_relevant_rank"]
+        hit = first is not None and first <= k
+        failed = not hit or (k == failure_k and query["failure"]["code"] != "HIT")
+        if only_misses and not failed:
+            continue
+        rows.append({"query_id": query["query_id"], "goldset": _goldset_name(query["goldset"]),
+                     "difficulty": query["difficulty"] or ABSENT,
+                     f"hit at k={k}": "yes" if hit else "no",
+                     "first relevant rank": first if first is not None else None,
+                     f"code at k={failure_k}": query["failure"]["code"],
+                     "question": query["question"]})
+    return rows
+
+
+def gold_rank_rows(query: dict) -> list[dict[str, Any]]:
+    """Each gold unit of a question with its final rank and each engine's rank, however deep."""
+    listed = {entry["unit"]: entry for entry in query.get("ranked", [])}
+    deep = {entry["unit"]: entry for entry in query.get("gold", [])}
+    rows = []
+    for unit in query["expected_units"]:
+        entry = deep.get(unit) or listed.get(unit) or {}
+        row = {"gold unit": unit, "final rank": fmt_rank(entry.get("rank"))}
+        for engine in ENGINES:
+            row[f"{engine} rank"] = fmt_rank((entry.get("engines") or {}).get(engine))
+        rows.append(row)
+    return rows
