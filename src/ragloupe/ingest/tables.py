@@ -126,6 +126,8 @@ def _figure_blocks(page, table) -> list[tuple[tuple, list[list[str | None]]]]:
         if first_value is None or first_value > _MAX_HEADER_ROWS:
             continue
         n_header = first_value
+        last_value = max(i for i, row in enumerate(rows) if any(is_value(c) for c in row[1:]))
+        block, rows = block[:last_value + 1], rows[:last_value + 1]  # prose below is not the table
         body = rows[n_header:]
         if len(body) < 2 or not _figure_columns(body):
             continue

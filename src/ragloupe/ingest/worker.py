@@ -1,4 +1,5 @@
-"""The PDF extraction child process: pypdf under a time and a memory limit.
+"""The PDF extraction child process: pypdf, pdfminer, OCR and table detection under a
+time and a memory limit.
 
 One pathological PDF (a decompression bomb, a content stream pypdf chews on
 for minutes) must cost a one-line refusal, not the batch, so pypdf never runs
@@ -17,7 +18,8 @@ threads, and multiprocessing's spawn would re-run the caller's main script).
 - Cost: a child's start-up (Python and the pypdf import, about 0.2 s) is paid
   once per batch, not once per file.
 
-The protocol is one JSON line each way: the parent writes the path, the child
+The protocol is one JSON line each way: the parent writes the request (the path
+and the extraction options, see pdf.extract_message), the child
 answers {"ok": {...}} or {"error": "reason"}, with "fatal": true when it exits
 after answering.
 """
@@ -90,7 +92,7 @@ def _watch_parent(parent_pid: int, stdin_fd: int) -> None:
 
 
 def serve() -> None:
-    """Child main loop: read a path per line, answer one JSON line per path."""
+    """Child main loop: read a request per line, answer one JSON line per request."""
     import logging
     import warnings
 
