@@ -9,7 +9,7 @@ import pytest
 
 from llm_server import FakeLlmServer, Reply, ollama_chat, openai_chat
 from ragloupe.config import Settings
-from ragloupe.errors import LlmBadOutput, LlmUnavailable
+from ragloupe.errors import LlmBadOutput, LlmUnavailable, SettingsInvalid
 from ragloupe.generate.llm import get_client
 
 
@@ -145,7 +145,8 @@ def test_backend_none_explains_how_to_get_an_llm():
 
 
 def test_unknown_backend_is_refused_with_the_choices():
-    with pytest.raises(LlmUnavailable, match="ollama, openai, embedded, none"):
+    # Settings are validated when they are read, so the client is never asked for.
+    with pytest.raises(SettingsInvalid, match="ollama, openai, embedded, none"):
         get_client(Settings.from_env(llm_backend="gpt"))
 
 

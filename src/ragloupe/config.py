@@ -67,7 +67,7 @@ class Settings:
     boilerplate_edge_lines: int = 3  # the first and last N lines of a page are header/footer candidates
     boilerplate_min_run: int = 3  # an edge line on this many consecutive pages is a section running head (0: off)
     pdf_timeout_s: float = 120.0  # per file
-    pdf_max_memory_mb: int = 2048  # per file (address space of the extraction worker)
+    pdf_max_memory_mb: int = 2048  # per file (address space of the extraction worker); 0 = no cap
     record_id_fields: str = "id,chapter,record_id"
     record_text_fields: str = "text,content,body"
     record_title_fields: str = "title"
@@ -315,7 +315,7 @@ BOUNDS: dict[str, Bound] = {
     "boilerplate_min_share": _SHARE, "boilerplate_min_pages": _AT_LEAST_0,
     "quality_max_nonalpha": _SHARE, "quality_min_chars": _AT_LEAST_0, "quality_reject_garbage": _SHARE,
     "boilerplate_edge_lines": _AT_LEAST_0, "boilerplate_min_run": _AT_LEAST_0,
-    "pdf_timeout_s": _POSITIVE, "pdf_max_memory_mb": _AT_LEAST_1,
+    "pdf_timeout_s": _POSITIVE, "pdf_max_memory_mb": _AT_LEAST_0,  # 0: no memory cap
     "record_min_chars": _AT_LEAST_0, "max_upload_mb": _AT_LEAST_1,
     "chunk_tokens": _AT_LEAST_1, "chunk_overlap": _AT_LEAST_0,
     "chroma_port": Bound(1, 65535),
