@@ -155,6 +155,14 @@ class Settings:
     llm_probe_timeout_s: float = 2.0  # Run info's "is the LLM endpoint reachable" check
     explorer_page_size: int = 25  # chunks per page in the Chunk Explorer
 
+    # --- HTTP API (ragloupe serve) ---
+    api_host: str = "127.0.0.1"  # a non-loopback address is refused unless api_key is set
+    api_port: int = 8765
+    api_key: str = ""  # when set, every endpoint but the health checks needs it in the X-API-Key header
+    api_upload: bool = False  # POST /api/v1/docs/upload is refused unless this is true
+    api_max_body_kb: int = 2048  # larger JSON request bodies are refused (413); uploads use max_upload_mb
+    api_max_sources: int = 100  # sources one check request may carry
+
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     # ------------------------------------------------------------------

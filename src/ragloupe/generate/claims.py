@@ -63,9 +63,10 @@ VERIFY_PROMPT = (
     "For each claim, decide: \"supported\" (a passage states it), \"contradicted\" (a passage states "
     "otherwise) or \"unverified\" (the passages do not say). Give \"source\": the passage number, and "
     "\"quote\": the exact words of that passage that support or contradict it, copied verbatim "
-    "(empty for unverified).\n"
+    "(empty for unverified), \"rationale\": one short sentence saying why, and \"confidence\": "
+    "how sure you are of the verdict, from 0 to 1.\n"
     "Reply as JSON: {{\"results\": [{{\"id\": 1, \"verdict\": \"supported\", \"source\": 1, "
-    "\"quote\": \"...\"}}]}}")
+    "\"quote\": \"...\", \"rationale\": \"...\", \"confidence\": 0.9}}]}}")
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class ClaimCheck:
     quote: str  # the evidence as the model quoted it
     evidence_span: Span | None  # the quote located in the source passage
     note: str = ""  # why a verdict was changed or is missing
+    rationale: str = ""  # the model's one-sentence reason for its verdict
+    confidence: float | None = None  # the model's own 0-1 certainty: uncalibrated, None when not given
 
 
 @dataclass(frozen=True)
@@ -271,10 +274,22 @@ def _check(claim: Claim, result: dict | None, passages: Sequence[str]) -> ClaimC
     quote = str(result.get("quote") or "").strip()
     source = _passage_number(result.get("source"), len(passages))
     span, source = _locate(quote, source, passages)
+    rationale = " ".join(str(result.get("rationale") or "").split())
+    confidence = _confidence(result.get("confidence"))
     if verdict == "supported" and span is None:
         return ClaimCheck(claim, "unverified", source, quote, None,
-                          "downgraded from supported: the evidence quote is in no passage")
-    return ClaimCheck(claim, verdict, source, quote, span)  # type: ignore[arg-type]
+                          "downgraded from supported: the evidence quote is in no passage",
+                          rationale, confidence)
+    return ClaimCheck(claim, verdict, source, quote, span, "", rationale, confidence)  # type: ignore[arg-type]
+
+
+def _confidence(value: Any) -> float | None:
+    """The model's 0-1 confidence, or None when it gave none or something else."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0.0 <= number <= 1.0 else None
 
 
 def _passage_number(value: Any, n: int) -> int | None:
@@ -299,14 +314,25 @@ def _locate(quote: str, source: int | None, passages: Sequence[str]) -> tuple[Sp
 # 4. Score and the whole check
 
 
-def score_claims(checks: Sequence[ClaimCheck]) -> float | None:
-    """The 0-10 answer score; the formula is in the module docstring."""
+def score_parts(checks: Sequence[ClaimCheck]) -> dict[str, Any]:
+    """The score and what it is made of (the formula is in the module docstring)."""
+    counts = {v: sum(c.verdict == v for c in checks) for v in WEIGHTS}
+    parts: dict[str, Any] = {"claims": len(checks), **counts, "raw": None,
+                             "uncited_supported_share": None, "penalty": None, "score": None}
     if not checks:
-        return None
+        return parts
     raw = sum(WEIGHTS[c.verdict] for c in checks) / len(checks)
     supported = [c for c in checks if c.verdict == "supported"]
     uncited = sum(not c.claim.cited for c in supported) / len(supported) if supported else 0.0
-    return round(10 * max(raw, 0.0) * (1 - UNCITED_PENALTY * uncited), 2)
+    parts.update(raw=round(raw, 4), uncited_supported_share=round(uncited, 4),
+                 penalty=round(UNCITED_PENALTY * uncited, 4),
+                 score=round(10 * max(raw, 0.0) * (1 - UNCITED_PENALTY * uncited), 2))
+    return parts
+
+
+def score_claims(checks: Sequence[ClaimCheck]) -> float | None:
+    """The 0-10 answer score; the formula is in the module docstring."""
+    return score_parts(checks)["score"]
 
 
 def check_claims(answer: Any, client: LlmClient, batch_size: int = BATCH_SIZE) -> ClaimReport:

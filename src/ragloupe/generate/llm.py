@@ -438,4 +438,6 @@ def get_client(settings: Settings, backend: str | None = None) -> LlmClient:
     if name not in _CLIENTS:
         raise LlmUnavailable(f"unknown LLM backend {name!r}: RAGLOUPE_LLM_BACKEND must be one of "
                              + ", ".join(BACKENDS))
-    return _CLIENTS[name](settings)
+    from ragloupe.generate.calllog import LoggedClient
+
+    return LoggedClient(_CLIENTS[name](settings))
