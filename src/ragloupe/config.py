@@ -339,6 +339,7 @@ BOUNDS: dict[str, Bound] = {
     "explorer_page_size": _AT_LEAST_1,
     "table_block_rows": _AT_LEAST_1, "ocr_dpi": Bound(72, 600), "prefer_tables_boost": _AT_LEAST_0,
     "unit_weight_bm25": _AT_LEAST_0, "unit_weight_dense": _AT_LEAST_0, "unit_bm25_b": _SHARE,
+    "api_port": Bound(1, 65535), "api_max_body_kb": _AT_LEAST_1, "api_max_sources": _AT_LEAST_1,
 }
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
