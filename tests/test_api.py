@@ -232,13 +232,18 @@ def test_documents_list_stats_and_logs_come_from_the_manifest(api):
 
 
 def test_tables_endpoint_lists_table_chunks_only(api):
-    data = api.client.get(f"/api/v1/docs/{DOC}/tables").json()
-    assert all(t["kind"] == "table" for t in data["tables"]) and data["total"] == len(data["tables"])
+    data = api.client.get(f"/api/v1/docs/{DOC}/tables", params={"limit": 500}).json()
+    stats = api.client.get(f"/api/v1/docs/{DOC}/stats").json()
+    assert data["total"] == stats["table_chunk_count"] == len(data["tables"]) > 0
+    assert all(t["kind"] == "table" and t["table_index"] >= 0 and "|" in t["text"] for t in data["tables"])
+    on_page = api.client.get(f"/api/v1/docs/{DOC}/tables", params={"page": data["tables"][0]["page"]}).json()
+    assert {t["page"] for t in on_page["tables"]} == {data["tables"][0]["page"]}
 
 
 def test_page_chunks_come_in_reading_order_with_their_overlap(api):
     data = api.client.get(f"/api/v1/docs/{DOC}/pages/28/chunks").json()
-    assert data["quality"] == "clean" and [c["position"] for c in data["chunks"]] == list(range(len(data["chunks"])))
+    positions = [c["position"] for c in data["chunks"]]
+    assert data["quality"] == "clean" and positions == sorted(positions) and len(positions) >= 1
     assert data["chunks"][0]["overlap_chars_with_previous"] == 0
 
 

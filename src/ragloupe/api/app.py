@@ -68,11 +68,11 @@ def create_app(settings: Settings, warm: bool = False) -> FastAPI:
 def status_for(exc: RagloupeError) -> int:
     from ragloupe.api.checks import TooManySources
     from ragloupe.api.documents import UnknownDocument
-    from ragloupe.api.indexing import UnknownJob, UploadRefused
+    from ragloupe.api.indexing import UnknownJob, UploadRefused, UploadTooLarge
     from ragloupe.evaluate.compare import RunsNotComparable
     from ragloupe.retrieve.search import InvalidSearch
 
-    table = STATUS + ((UnknownDocument, 404), (UnknownJob, 404), (UploadRefused, 403), (TooManySources, 422),
+    table = STATUS + ((UnknownDocument, 404), (UnknownJob, 404), (UploadRefused, 403), (UploadTooLarge, 413), (TooManySources, 422),
                       (InvalidSearch, 422), (RunsNotComparable, 422))
     return next((status for kind, status in table if isinstance(exc, kind)), 400)
 

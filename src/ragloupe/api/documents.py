@@ -65,7 +65,7 @@ def document_stats(doc_id: str, request: Request) -> dict[str, Any]:
     resources = request.app.state.resources
     entry = _entry(resources, doc_id)
     chunks = resources.store().all_chunks(where={"doc_id": doc_id})
-    tables = [c for c in chunks if getattr(c, "kind", "text") == "table"]
+    tables = [c for c in chunks if c.kind == "table"]
     questions = _questions(resources, doc_id)
     return {
         "doc_id": doc_id, "title": entry.title or doc_id, "kind": entry.kind, "path": entry.path,
@@ -73,7 +73,7 @@ def document_stats(doc_id: str, request: Request) -> dict[str, Any]:
         "pages_indexed": sum(p.indexed for p in entry.pages),
         "quality": dict(sorted(Counter(p.quality for p in entry.pages).items())),
         "chunk_count": len(chunks), "table_chunk_count": len(tables),
-        "table_count": len({getattr(c, "table_index", None) for c in tables} - {None}) or None,
+        "table_count": len({(c.page, c.table_index) for c in tables}),
         "chunk_size_tokens": resources.settings.chunk_tokens,
         "chunk_overlap_tokens": resources.settings.chunk_overlap,
         "boilerplate_lines": len(entry.boilerplate), "findings": len(entry.findings),
@@ -116,11 +116,12 @@ def document_log(doc_id: str, request: Request,
 @router.get("/{doc_id}/tables")
 def document_tables(doc_id: str, request: Request, limit: int = Query(200, ge=1, le=MAX_TABLES),
                     page: int | None = Query(None, ge=1)) -> dict[str, Any]:
-    """The document's table chunks (chunks whose kind is "table"); empty before tables are extracted."""
+    """The document's table chunks (kind "table": a markdown table with its header, or a table's
+    summary), with the table's index on its page and the body rows each chunk holds."""
     resources = request.app.state.resources
     _entry(resources, doc_id)
     chunks = [c for c in resources.store().all_chunks(where={"doc_id": doc_id})
-              if getattr(c, "kind", "text") == "table" and (page is None or c.page == page)]
+              if c.kind == "table" and (page is None or c.page == page)]
     return {"doc_id": doc_id, "total": len(chunks),
             "tables": [_chunk_view(c) for c in chunks[:limit]]}
 
@@ -168,8 +169,10 @@ def _questions(resources: Any, doc_id: str) -> list[Any]:
 
 def _chunk_view(chunk: Any) -> dict[str, Any]:
     return {"chunk_id": chunk.chunk_id, "page": chunk.page, "position": chunk.position,
-            "section": chunk.section, "kind": getattr(chunk, "kind", "text"), "n_tokens": chunk.n_tokens,
-            "quality": chunk.quality, "record_id": chunk.record_id or None, "text": chunk.text}
+            "section": chunk.section, "kind": chunk.kind, "n_tokens": chunk.n_tokens,
+            "quality": chunk.quality, "record_id": chunk.record_id or None, "text": chunk.text,
+            **({"table_index": chunk.table_index, "row_start": chunk.row_start, "row_end": chunk.row_end}
+               if chunk.kind == "table" else {})}
 
 
 def _overlap(previous: str, text: str) -> int:

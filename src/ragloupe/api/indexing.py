@@ -42,6 +42,10 @@ class UnknownJob(RagloupeError):
     pass
 
 
+class UploadTooLarge(RagloupeError):
+    pass
+
+
 @dataclass
 class Job:
     job_id: str
@@ -140,6 +144,9 @@ def upload(body: UploadRequest, request: Request) -> JSONResponse:
         data = base64.b64decode(body.content_base64, validate=True)
     except (binascii.Error, ValueError):
         raise UnsupportedFile("content_base64: not valid base64") from None
+    if len(data) > settings.max_upload_mb * 1024 * 1024:
+        raise UploadTooLarge(f"{body.filename!r} is {len(data) / 2**20:.1f} MB, over the "
+                             f"{settings.max_upload_mb} MB limit (RAGLOUPE_MAX_UPLOAD_MB)")
     name = sanitise_filename(body.filename)
     resources.jobs.refuse_if_busy()  # before saving, so a refused upload leaves nothing behind
     path = save_upload(name, data, settings)
