@@ -162,3 +162,10 @@ with page_errors():
         else:
             st.caption("Claim checking asks the LLM twice per batch of claims; the score formula "
                        "is in ragloupe.generate.claims.")
+
+st.divider()
+with page_errors():
+    from ragloupe.ui.cache import index_documents
+    from ragloupe.ui.check_panel import pasted_answer_check
+
+    pasted_answer_check(settings, get_store(settings), index_documents(settings), reachable)

@@ -37,6 +37,13 @@ with page_errors():
         with st.spinner("Asking the LLM endpoint…"):
             reachable, message = system.llm_status(settings)
         (st.success if reachable else st.warning)(message)
+        from ragloupe.logs import llm_calls_path, read_llm_calls
+
+        calls = read_llm_calls(settings, limit=50)
+        st.caption(f"Last {len(calls)} LLM calls (newest first), from {llm_calls_path(settings)}")
+        if calls:
+            st.dataframe(pd.DataFrame(calls, columns=["time", "backend", "model", "prompt_chars", "duration_s",
+                                                      "outcome", "error"]), hide_index=True)
         st.subheader("Package versions")
         versions = system.package_versions()
         st.dataframe(pd.DataFrame({"package": list(versions), "version": list(versions.values())}),

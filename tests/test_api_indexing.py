@@ -15,7 +15,7 @@ import pytest
 from api_server import ApiServer
 from conftest import NOTE_ROWS, write_records
 from local_servers import free_port, wait_until_ready
-from pdf_factory import write_report_pdf
+from pdf_factory import statement_page, write_report_pdf, write_table_pdf
 from ragloupe.config import Settings
 from ragloupe.index.lock import index_lock
 
@@ -63,6 +63,17 @@ def test_upload_saves_into_raw_and_indexes_in_the_background(api, tmp_path):
     assert job["state"] == "done" and job["summary"]["new"] == ["report"], job
     assert "report" in api.client.get("/api/v1/docs").json()["docs"]
     assert api.client.get("/api/v1/docs/report/stats").json()["page_count"] == 3
+
+
+def test_an_uploaded_statement_has_its_table_chunks_listed(api, tmp_path):
+    pdf = write_table_pdf(tmp_path / "statement.pdf", [statement_page(ruled=True)]).read_bytes()
+    job = wait_for(api, upload(api, "statement.pdf", pdf).json()["job_id"])
+    assert job["state"] == "done", job
+    tables = api.client.get("/api/v1/docs/statement/tables").json()
+    assert tables["total"] >= 1 and all(t["kind"] == "table" and t["page"] == 1 for t in tables["tables"])
+    assert any("Core revenue resource limit" in t["text"] and "|" in t["text"] for t in tables["tables"])
+    assert tables["tables"][0]["row_start"] >= 0 and tables["tables"][0]["row_end"] > tables["tables"][0]["row_start"]
+    assert api.client.get("/api/v1/docs/statement/stats").json()["table_count"] == 1
 
 
 @pytest.mark.parametrize("name, saved", [("../../outside.csv", "outside.csv"), ("..\\..\\evil.csv", "evil.csv"),

@@ -22,6 +22,7 @@ class Resources:
         self.jobs = IndexJobs(settings)
         self._lock = threading.Lock()
         self._store: Any = None
+        self._embedder: Any = None
         self._goldsets: tuple[list, list[str]] | None = None
 
     def store(self) -> Any:
@@ -33,9 +34,21 @@ class Resources:
             return self._store
 
     def embedder(self) -> Any:
-        from ragloupe.index.embedder import get_embedder  # cached per model by the pipeline
+        """The model, behind a BatchingEmbedder: concurrent searches share encode() calls."""
+        with self._lock:
+            if self._embedder is None:
+                from ragloupe.api.batching import BatchingEmbedder
+                from ragloupe.index.embedder import get_embedder
 
-        return get_embedder(self.settings)
+                self._embedder = BatchingEmbedder(get_embedder(self.settings))
+            return self._embedder
+
+    def batching_stats(self) -> list[tuple[str, str, int]]:
+        """How the query encoder batched concurrent searches: (metric name, type, value)."""
+        if self._embedder is None:
+            return []
+        return [("ragloupe_query_embedding_batches_total", "counter", self._embedder.batches),
+                ("ragloupe_query_embedding_largest_batch", "gauge", self._embedder.largest_batch)]
 
     def manifest(self) -> Any:
         """Read fresh on every call: an indexing job may have changed it."""

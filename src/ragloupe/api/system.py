@@ -37,7 +37,10 @@ def health_v1(request: Request) -> dict[str, Any]:
 @router.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
 def metrics(request: Request) -> PlainTextResponse:
     """Counters and latency histograms per endpoint and per pipeline stage (Prometheus text format)."""
-    return PlainTextResponse(request.app.state.resources.metrics.render(), media_type=PROMETHEUS_TEXT)
+    resources = request.app.state.resources
+    text = resources.metrics.render() + "".join(
+        f"# TYPE {name} {kind}\n{name} {value}\n" for name, kind, value in resources.batching_stats())
+    return PlainTextResponse(text, media_type=PROMETHEUS_TEXT)
 
 
 def index_status(resources: Any) -> dict[str, Any]:

@@ -1,0 +1,219 @@
+"""Load on POST /api/v1/search: p50 / p95 latency and requests/s with 1, 4 and 16 concurrent clients.
+
+    .venv/bin/python benchmarks/api_load.py [--clients 1,4,16] [--seconds 20] [--k 10]
+
+Writes benchmarks/results/api_load.json. Needs a built index (RAGLOUPE_INDEX_DIR,
+default data/index: `make index`).
+
+What runs: `ragloupe serve` as its own process on a free 127.0.0.1 port
+(loopback only, nothing leaves the machine), warmed up with a few searches;
+then, for each client count in turn, that many threads, each with its own
+HTTP connection, send searches back to back for a fixed number of seconds
+(and at most --max-requests each: the loop is bounded and stops by itself).
+Every request is accounted for: answered with 200, answered with another
+status (an error), or not answered (lost). The server is stopped at the end.
+
+The questions are the 150 Grampian gold questions in turn, each made unique
+with a request number, so no answer comes from the server's query-vector
+cache: every request embeds its query, which is the expensive step. The
+server's resident memory (VmRSS) is read from /proc after the warm-up and
+after the last level. The machine's load average is recorded: the timings
+are only as quiet as the machine was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "api_load.json"
+GOLD = sorted((ROOT / "data" / "benchmarks" / "grampian" / "eval").glob("*.eval.json"))
+RAGLOUPE = [sys.executable, "-c", "import sys; from ragloupe.cli import main; sys.exit(main())"]
+TARGET_RATIO = 4.0  # p50 at the most clients over p50 at one client
+
+
+def questions() -> list[str]:
+    found = []
+    for path in GOLD:
+        found += [q["question"] for q in json.loads(path.read_text(encoding="utf-8"))["queries"]]
+    return found
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(port: int, timeout_s: float = 300) -> subprocess.Popen:
+    env = {**os.environ, "RAGLOUPE_API_KEY": "", "RAGLOUPE_LLM_BACKEND": "none"}
+    process = subprocess.Popen([*RAGLOUPE, "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the server exited: {process.stderr.read()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+                if json.loads(response.read())["index"].get("ready"):
+                    return process
+                raise SystemExit("the index is empty: run `make index` (or set RAGLOUPE_INDEX_DIR) first")
+        except OSError:
+            time.sleep(0.5)
+    process.terminate()
+    raise SystemExit(f"the server did not answer /health within {timeout_s} s")
+
+
+def wait_for_first_search(url: str, k: int, timeout_s: float = 900) -> float:
+    """Seconds until a first search answers 200 (the model and BM25 load on the first one)."""
+    began = time.monotonic()
+    with httpx.Client(base_url=url, timeout=timeout_s) as http:
+        while time.monotonic() - began < timeout_s:
+            try:
+                if http.post("/api/v1/search", json={"question": "warm up", "k": k}).status_code == 200:
+                    return round(time.monotonic() - began, 1)
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+    raise SystemExit(f"no search answered within {timeout_s} s")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+class Counter:
+    """A request number shared by all clients, so every question sent is unique."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._n = 0
+
+    def next(self) -> int:
+        with self._lock:
+            self._n += 1
+            return self._n
+
+
+def run_level(url: str, clients: int, seconds: float, max_requests: int, k: int, pool: list[str],
+              counter: Counter) -> dict:
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    sent = [0]
+    lock = threading.Lock()
+    start_gate = threading.Barrier(clients)
+
+    def client() -> None:
+        with httpx.Client(base_url=url, timeout=120) as http:
+            start_gate.wait()
+            end = time.monotonic() + seconds
+            for _ in range(max_requests):
+                if time.monotonic() >= end:
+                    return
+                n = counter.next()
+                question = f"{pool[n % len(pool)]} ({n})"
+                with lock:
+                    sent[0] += 1
+                began = time.perf_counter()
+                try:
+                    response = http.post("/api/v1/search", json={"question": question, "k": k})
+                    status = str(response.status_code)
+                except httpx.HTTPError as exc:
+                    status = type(exc).__name__
+                elapsed = time.perf_counter() - began
+                with lock:
+                    statuses[status] = statuses.get(status, 0) + 1
+                    if status == "200":
+                        latencies.append(elapsed)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - began
+    answered = sum(statuses.values())
+    ok = statuses.get("200", 0)
+    ordered = sorted(latencies)
+    return {
+        "clients": clients, "seconds": round(wall, 2), "requests_sent": sent[0], "answered": answered,
+        "ok": ok, "errors": answered - ok, "lost": sent[0] - answered, "statuses": statuses,
+        "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1000, 1) if ordered else None,
+        "requests_per_s": round(ok / wall, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", default="1,4,16")
+    parser.add_argument("--seconds", type=float, default=20.0, help="per level")
+    parser.add_argument("--max-requests", type=int, default=500, help="per client and level (a bound)")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=5, help="searches before measuring")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    levels = [int(c) for c in args.clients.split(",")]
+    pool = questions()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    load_before = os.getloadavg()
+    server = start_server(port)
+    try:
+        counter = Counter()
+        ready_in_s = wait_for_first_search(url, args.k)
+        warm = run_level(url, 1, 600, args.warmup, args.k, pool, counter)
+        memory_before = rss_mb(server.pid)
+        results = [run_level(url, n, args.seconds, args.max_requests, args.k, pool, counter) for n in levels]
+        memory_after = rss_mb(server.pid)
+        with urllib.request.urlopen(f"{url}/api/v1/metrics", timeout=10) as response:
+            metrics = response.read().decode()
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    base, top = results[0]["p50_ms"], results[-1]["p50_ms"]
+    ratio = round(top / base, 2) if base and top else None
+    report = {
+        "benchmark": "api_load", "endpoint": "POST /api/v1/search", "k": args.k,
+        "command": "python benchmarks/api_load.py " + " ".join(sys.argv[1:]),
+        "index_dir": os.environ.get("RAGLOUPE_INDEX_DIR", "data/index"),
+        "questions": f"{len(pool)} Grampian gold questions, each made unique with a request number",
+        "levels": results, "warmup": warm, "first_search_ready_s": ready_in_s,
+        "p50_ratio_most_to_one_client": ratio, "target_ratio": TARGET_RATIO,
+        "meets_target": ratio is not None and ratio <= TARGET_RATIO,
+        "errors_total": sum(r["errors"] for r in results), "lost_total": sum(r["lost"] for r in results),
+        "server_rss_mb": {"after_warmup": memory_before, "after_all_levels": memory_after},
+        "query_encoder": {line.split()[0]: int(line.split()[1]) for line in metrics.splitlines()
+                          if line.startswith("ragloupe_query_embedding_")},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "load_average_before": [round(x, 2) for x in load_before],
+                    "load_average_after": [round(x, 2) for x in os.getloadavg()]},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for r in results:
+        print(f"{r['clients']:>3} clients: p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, "
+              f"{r['requests_per_s']} req/s, errors {r['errors']}, lost {r['lost']}")
+    print(f"p50 ratio {ratio} (target <= {TARGET_RATIO}); RSS {memory_before} -> {memory_after} MB; -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
