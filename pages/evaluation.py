@@ -116,3 +116,7 @@ with page_errors():
                         [{"change": "improved", **row} for row in comparison.improved]
                         + [{"change": "regressed", **row} for row in comparison.regressed]),
                         hide_index=True, width="stretch")
+
+    from ragloupe.ui.tuning_view import tuning_section
+
+    tuning_section(settings, paths, get_store(settings), get_embedder(settings))

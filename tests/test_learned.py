@@ -18,3 +18,115 @@ def test_every_hit_carries_its_rrf_score_whatever_fusion_ranked_it(demo_index):
                        if hit.per_engine[engine].rank is not None)
         assert hit.rrf_score == pytest.approx(expected)
         assert hit.fused_score == hit.score  # min-max ranked it, RRF is shown beside
+
+
+# --- learned fusion -------------------------------------------------------------------
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from ragloupe.cli import main  # noqa: E402
+from ragloupe.config import PROJECT_ROOT  # noqa: E402
+from ragloupe.evaluate import tuning as T  # noqa: E402
+from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
+from ragloupe.retrieve import features, learned  # noqa: E402
+
+GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
+
+
+@pytest.fixture(scope="module")
+def trainer(demo_index, embedder):
+    """Learned fusion's training rows for the first 6 questions of each Grampian report."""
+    from ragloupe.index.store import open_store
+
+    questions = [q for g in (load_goldset(p) for p in GRAMPIAN) for q in T.tune_questions([g])[:6]]
+    config = T.Config.of("hybrid", demo_index, fusion="learned", candidate_window=50)
+    store = open_store(demo_index)
+    lists = T.fetch_lists(questions, [config], "doc", demo_index, store, embedder)
+    return T.LearnedTrainer(config, questions, lists, demo_index)
+
+
+def test_every_candidate_gets_every_feature(trainer):
+    rows = trainer.rows[0]
+    assert rows.shape[1] == len(features.FEATURES)
+    assert np.isfinite(rows).all()
+    assert any(label.sum() for label in trainer.labels)  # gold pages are among the candidates
+
+
+def test_same_training_data_gives_a_byte_identical_model_file(trainer):
+    everything = np.arange(len(trainer.questions))
+    first = learned.to_json(trainer.fit(everything, {"g": "abc"}))
+    second = learned.to_json(trainer.fit(everything, {"g": "abc"}))
+    assert first == second
+    data = json.loads(first)
+    assert data["features"] == list(features.FEATURES)
+    assert data["fingerprint"]["feature_version"] == features.FEATURE_VERSION
+    assert data["fingerprint"]["goldsets"] == {"g": "abc"}
+
+
+def test_a_model_trained_under_other_settings_is_refused_with_the_reason(trainer, demo_index, tmp_path):
+    path = tmp_path / "model.json"
+    path.write_text(learned.to_json(trainer.fit(np.arange(len(trainer.questions)))), encoding="utf-8")
+    fits = demo_index.replace(learned_model=str(path))
+    assert learned.load(fits).features == features.FEATURES
+    with pytest.raises(learned.LearnedModelMismatch, match="assumes chunk_tokens=256 and chunk_tokens=128"):
+        learned.load(fits.replace(chunk_tokens=128))
+    older = json.loads(path.read_text())
+    older["fingerprint"]["feature_version"] = 0
+    path.write_text(json.dumps(older), encoding="utf-8")
+    with pytest.raises(learned.LearnedModelMismatch, match="feature version 0"):
+        learned.load(fits)
+
+
+def test_search_explains_each_learned_hit_exactly(trainer, demo_index, tmp_path):
+    path = tmp_path / "model.json"
+    path.write_text(learned.to_json(trainer.fit(np.arange(len(trainer.questions)))), encoding="utf-8")
+    s = demo_index.replace(fusion="learned", learned_model=str(path), candidate_window=50)
+    ranking = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=10,
+                     filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s)
+    assert ranking.fusion == "learned"
+    logits = [h.learned.logit for h in ranking.hits]
+    assert logits == sorted(logits, reverse=True)
+    for hit in ranking.hits:
+        assert set(hit.learned.contributions) == set(features.FEATURES)
+        assert hit.learned.intercept + sum(hit.learned.contributions.values()) == pytest.approx(hit.learned.logit)
+        assert hit.score == pytest.approx(hit.learned.probability)
+        assert hit.rrf_score is not None
+
+
+def test_search_cli_says_in_one_line_when_the_model_does_not_fit(demo_env, tmp_path, capsys, monkeypatch):
+    path = tmp_path / "broken.json"
+    path.write_text("{not json", encoding="utf-8")
+    monkeypatch.setenv("RAGLOUPE_LEARNED_MODEL", str(path))
+    assert main(["search", "capital spend", "--set", "fusion=learned"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a readable learned fusion model" in err[0]
+
+
+class RecordingTrainer(T.LearnedTrainer):
+    """The real trainer, noting which questions each fit saw."""
+
+    def __init__(self, source: T.LearnedTrainer):
+        self.__dict__.update(source.__dict__)
+        self.fitted_on: list[set[int]] = []
+
+    def fit(self, train, goldsets=None):
+        self.fitted_on.append(set(int(i) for i in train))
+        return super().fit(train, goldsets)
+
+
+def test_learned_fusion_in_tune_never_trains_on_the_held_out_report(trainer):
+    recording = RecordingTrainer(trainer)
+    groups = [q.group for q in trainer.questions]
+    folds = T.grouped_folds(groups)
+    scores = np.zeros((2, len(groups), len(T.METRICS)))
+    T.nested_select(scores, folds, groups, {1: recording})
+    # Folds run in order; each fits twice for its inner leave-one-out, then once on all its training groups.
+    assert len(recording.fitted_on) == 3 * len(folds)
+    for position, fold in enumerate(folds):
+        held_out = {int(i) for i in fold.test}
+        for fitted in recording.fitted_on[3 * position: 3 * position + 3]:
+            assert not fitted & held_out
+            assert {groups[i] for i in fitted} <= set(groups) - {fold.held_out}

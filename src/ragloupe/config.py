@@ -103,7 +103,9 @@ class Settings:
     # benchmarks/results/tune_defaults.json): min-max 1.5:1 over 100 candidates beat RRF k=60 1:1
     # over 50 on the Grampian gold sets (Hit@1 0.74 vs 0.69, p = 0.02).
     candidate_window: int = 100  # each engine's list length before fusion
-    fusion: str = "minmax"  # rrf | minmax
+    fusion: str = "minmax"  # rrf | minmax | learned
+    # The learned fusion model (JSON, see retrieve/learned.py); empty = the one shipped in the package.
+    learned_model: str = ""
     rrf_k: int = 60
     weight_dense: float = 1.5
     weight_bm25: float = 1.0
@@ -285,7 +287,7 @@ class Settings:
 CHOICES: dict[str, tuple[str, ...]] = {
     "mode": ("dense", "bm25", "hybrid", "hybrid+rerank", "dense+rewrite", "bm25+rewrite",
              "hybrid+rewrite", "hybrid+rerank+rewrite"),  # retrieve.search.MODES
-    "fusion": ("rrf", "minmax"),  # retrieve.fusion.METHODS
+    "fusion": ("rrf", "minmax", "learned"),  # retrieve.fusion.METHODS
     "bm25_backend": ("rank_bm25", "bm25s"),  # index.lexical.BACKENDS
     "page_aggregation": ("max", "sum", "rrf"),  # retrieve.aggregate.RULES
     "dynamic_cut": ("none", "margin", "threshold"),  # retrieve.cut.RULES

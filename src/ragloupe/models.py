@@ -178,6 +178,22 @@ class Hit:
     doc_period: str = ""
     period_match: float | None = None
     rrf_score: float | None = None  # weighted RRF over the mode's engines, whatever fusion ranked the hit
+    learned: "LearnedScore | None" = None  # learned fusion's account of the hit, when it ranked it
+
+
+@dataclass(frozen=True)
+class LearnedScore:
+    """Why learned fusion ranked a hit where it did: logit = intercept + sum(contributions), exactly.
+
+    A contribution is the feature's coefficient times its standardised value
+    (retrieve/learned.py); ``values`` are the raw feature values.
+    """
+
+    logit: float
+    probability: float  # sigmoid(logit): the hit's score under learned fusion
+    intercept: float
+    contributions: dict[str, float] = field(default_factory=dict)
+    values: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
     ragloupe tune [GOLDSET ...] [--scope doc|all] [--space small|full] [--set NAME=VALUE]
                   [--apply [--env-file PATH]] [--json]
+    ragloupe tune [GOLDSET ...] --train-learned [--out PATH]
 
 With no GOLDSET, the shipped Grampian gold sets. Each document (or chapter
 group, for records) is held out in turn: the configuration best on the
@@ -36,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="write the chosen settings to .env if they beat the current ones out-of-fold")
     parser.add_argument("--env-file", default=None, metavar="PATH",
                         help="the .env file --apply writes (default: the project's .env)")
+    parser.add_argument("--train-learned", action="store_true",
+                        help="instead of tuning: train learned fusion on every question and write the model")
+    parser.add_argument("--out", default=None, metavar="PATH",
+                        help="where --train-learned writes the model (default: RUNS_DIR/learned-model.json)")
     add_json_flag(parser)
     parser.set_defaults(handler=handle)
 
@@ -54,6 +59,17 @@ def handle(args: argparse.Namespace) -> CommandResult:
     if not paths:
         raise BadOption("no gold set given and none shipped under data/benchmarks/grampian/eval")
     goldsets = [load_goldset(path) for path in paths]
+    if args.train_learned:
+        from ragloupe.evaluate.tuning import train_learned
+
+        out = Path(args.out) if args.out else settings.path("runs_dir") / "learned-model.json"
+        trained = train_learned(goldsets, out, settings)
+        held = trained["leave_one_group_out"]
+        text = [f"learned fusion model written to {trained['path']} ({trained['n_questions']} questions)"]
+        if held:
+            text.append(f"leave-one-document-out: Hit@1 {held['hit@1']:.3f}, MRR {held['mrr']:.3f}")
+        text.append(f"use it with RAGLOUPE_FUSION=learned RAGLOUPE_LEARNED_MODEL={trained['path']}")
+        return CommandResult(trained, "\n".join(text))
     report = tune(goldsets, scope=args.scope, space=args.space, settings=settings)
     applied, apply_note = False, ""
     if args.apply:

@@ -53,7 +53,9 @@ SCOPES = ("doc", "all")
 SPACES = ("small", "full")
 # The settings a configuration fixes. Everything else comes from the settings in force.
 KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "bm25_k1", "bm25_b",
-         "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost")
+         "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost",
+         "prefer_tables", "prefer_tables_boost", "unit_view", "unit_dense", "unit_weight_bm25",
+         "unit_weight_dense", "unit_bm25_b")
 # Knobs that change what an engine lists (the others act after the engines): query
 # analysis adds the written variants of a question's periods and codes to BM25's query.
 ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis")
@@ -83,6 +85,11 @@ class Config:
     def settings(self) -> dict[str, Any]:
         return dict(self.knobs)
 
+    @property
+    def learned(self) -> bool:
+        """Learned fusion: its model is trained inside each fold, so its scores depend on the fold."""
+        return self.settings["fusion"] == "learned" and self.mode.split("+")[0] == "hybrid"
+
     def engine_key(self) -> tuple:
         values = self.settings
         return tuple(values[name] for name in ENGINE_KNOBS)
@@ -97,6 +104,8 @@ class Config:
             base = f"dense w{v['candidate_window']}" if self.mode == "dense" else f"bm25 {bm25}"
             return base + qa
         fusion = v["fusion"] + (f"{v['rrf_k']}" if v["fusion"] == "rrf" else "")
+        if self.learned:
+            return f"hybrid learned w{v['candidate_window']} {v['page_aggregation']} {bm25}{qa}"
         rerank = f" +lexrerank{v['lexical_rerank_weight']:g}" if self._reranks else ""
         return (f"{self.mode.split('+')[0]} {fusion} {v['weight_dense']:g}:{v['weight_bm25']:g} "
                 f"w{v['candidate_window']} {v['page_aggregation']} {bm25}{rerank}{qa}")
@@ -131,7 +140,8 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
     if "rewrite" in settings.mode.split("+"):
         raise TuningError(f"tune cannot replay the mode in force ({settings.mode}): query rewriting asks "
                           "an LLM per question; tune a mode without +rewrite (--set mode=hybrid)")
-    off = {"query_analysis": False, "period_boost": 0.0, "lexical_rerank": False}
+    off = {"query_analysis": False, "period_boost": 0.0, "lexical_rerank": False, "prefer_tables": False,
+           "unit_view": "none"}
     current = Config.of(settings.mode, settings)
     configs = [current, Config.of("bm25", settings, **off), Config.of("dense", settings, **off)]
     if space == "small":
@@ -142,20 +152,33 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
                                                      "weight_bm25": 2, "candidate_window": 100}),
                     Config.of("hybrid", settings, **{**hybrid, "fusion": "minmax", "weight_dense": 1,
                                                      "weight_bm25": 1, "candidate_window": 100,
-                                                     "query_analysis": True, "period_boost": boosts[-1]})]
+                                                     "query_analysis": True, "period_boost": boosts[-1]}),
+                    Config.of("hybrid", settings, **{**hybrid, "fusion": "learned", "candidate_window": 50})]
         return _unique(configs)
     weights = ((1.5, 1), (1, 1), (1, 1.5), (1, 2), (1, 3))
     fusions = [{"fusion": "rrf", "rrf_k": 10}, {"fusion": "rrf", "rrf_k": 60}, {"fusion": "minmax"}]
     bm25_params = ((1.5, 0.75), (1.2, 0.75), (0.9, 0.4), (1.5, 1.0))
     for (k1, b), analysed in itertools.product(bm25_params, (False, True)):
         for boost in boosts if analysed else (0.0,):
-            engine = {"bm25_k1": k1, "bm25_b": b, "query_analysis": analysed, "period_boost": boost,
-                      "lexical_rerank": False}
+            engine = {**off, "bm25_k1": k1, "bm25_b": b, "query_analysis": analysed, "period_boost": boost}
             configs.append(Config.of("bm25", settings, **engine))
             for fusion, (wd, wb), window, aggregation in itertools.product(
                     fusions, weights, (50, 100), ("max", "sum")):
                 configs.append(Config.of("hybrid", settings, **engine, **fusion, weight_dense=wd,
                                          weight_bm25=wb, candidate_window=window, page_aggregation=aggregation))
+    # The signals other stages added, each on a few contrasting bases: tables preferred for
+    # questions asking for a figure, and the unit view (whole pages or records as their own signal).
+    bases = [Config.of("hybrid", settings, **off, fusion="minmax", weight_dense=wd, weight_bm25=wb,
+                       candidate_window=100, page_aggregation="max") for wd, wb in ((1.5, 1), (1, 1), (1, 2))]
+    bases.append(Config.of("hybrid", settings, **off, fusion="rrf", rrf_k=60, weight_dense=1, weight_bm25=1,
+                           candidate_window=50, page_aggregation="max"))
+    for base in bases:
+        configs.append(Config.of(base.mode, settings, **{**base.settings, "prefer_tables": True}))
+        configs.append(Config.of(base.mode, settings, **{**base.settings, "unit_view": "all"}))
+        configs.append(Config.of(base.mode, settings, **{**base.settings, "unit_view": "records"}))
+    for analysed, window in itertools.product((False, True), (50, 100)):
+        configs.append(Config.of("hybrid", settings, **off, fusion="learned", candidate_window=window,
+                                 page_aggregation="max", query_analysis=analysed))
     for wd, wb in ((1.5, 1), (1, 1), (1, 2)):
         configs.append(Config.of("hybrid+rerank", settings, **off, fusion="minmax", weight_dense=wd,
                                  weight_bm25=wb, candidate_window=100, page_aggregation="max",
@@ -231,7 +254,12 @@ class EngineLists:
     dense: list[list] = field(default_factory=list)
     bm25: dict[tuple, list[list]] = field(default_factory=dict)
     analyses: list = field(default_factory=list)  # each question's QueryAnalysis
-    periods: dict = field(default_factory=dict)  # doc_id -> DocumentPeriod (query analysis)
+    periods: dict = field(default_factory=dict)  # doc_id -> DocumentPeriod (query analysis, learned fusion)
+    corpora: dict = field(default_factory=dict)  # engine key -> the chunk-level BM25 index (learned fusion)
+    embeddings: list = field(default_factory=list)  # each question's embedding (the unit view reads it)
+    filters: list = field(default_factory=list)  # each question's search filters
+    store: Any = None  # the unit view reads whole-unit signals from the store
+    questions_text: list = field(default_factory=list)
 
 
 def fetch_lists(questions: Sequence[TuneQuestion], configs: Sequence[Config], scope: str,
@@ -244,19 +272,24 @@ def fetch_lists(questions: Sequence[TuneQuestion], configs: Sequence[Config], sc
     lists = EngineLists()
     lists.analyses = [query_analysis.analyze(tq.query.question, settings.fiscal_year_start_month)
                       for tq in questions]
-    if any(c.settings["query_analysis"] for c in configs):
+    if any(c.settings["query_analysis"] or c.learned for c in configs):
         lists.periods = doc_periods.document_periods(store, settings)
     needs_dense = any(c.mode.split("+")[0] in ("dense", "hybrid") for c in configs)
+    lists.store = store
+    lists.questions_text = [tq.query.question for tq in questions]
     for position, tq in enumerate(questions):
         filters = _filters(tq.query, scope)
+        lists.filters.append(filters)
         if needs_dense:
             embedding = S._embed_query(embedder, tq.query.question)
+            lists.embeddings.append(embedding)
             lists.dense.append(engines.dense_search(store, embedding, window, filters))
         if progress and position % 10 == 0:
             progress(0.3 * position / max(len(questions), 1), "dense engine")
     for key in sorted({c.engine_key() for c in configs}):
         engine_settings = dict(zip(ENGINE_KNOBS, key))
         index = engines.lexical_index(store, settings.replace(**engine_settings))
+        lists.corpora[key] = index
         lists.bm25[key] = [
             engines.bm25_search(index, tq.query.question, window, _filters(tq.query, scope),
                                 query_analysis.bm25_expansion(analysis) if engine_settings["query_analysis"] else ())
@@ -271,25 +304,43 @@ def _filters(query: GoldQuery, scope: str) -> dict:
 
 
 def replay_one(question: TuneQuestion, position: int, config: Config, configured: Settings,
-               lists: EngineLists):
+               lists: EngineLists, model=None):
     """search()'s stages after the engines for one question, over its cached engine lists."""
     from ragloupe.retrieve import search as S
 
     plan = S.parse_mode(config.mode)
     window = max(int(configured.candidate_window), 10)
+    key = config.engine_key()
     available = {"dense": lists.dense[position] if lists.dense else None,
-                 "bm25": lists.bm25[config.engine_key()][position] if config.engine_key() in lists.bm25 else None}
+                 "bm25": lists.bm25[key][position] if key in lists.bm25 else None}
     cut_lists = {engine: available[engine][:window] for engine in plan.engines}
     analysis = lists.analyses[position] if configured.query_analysis else None
+    wants_periods = analysis is not None or config.learned
     return S.replay(plan, question.query.question, cut_lists, configured, analysis=analysis,
-                    periods=lists.periods if analysis is not None else None)
+                    periods=lists.periods if wants_periods else None, corpus=lists.corpora.get(key),
+                    model=model)
+
+
+def pages_of(staged, position: int, config: Config, configured: Settings, lists: EngineLists) -> list:
+    """The page view search() returns from replayed hits: aggregation, then the unit view when on."""
+    from ragloupe.retrieve import aggregate
+    from ragloupe.retrieve import search as S
+
+    pages = aggregate.aggregate_pages(staged.hits, configured.page_aggregation, configured.rrf_k)
+    if configured.unit_view != "none":
+        plan = S.parse_mode(config.mode)
+        embedding = lists.embeddings[position] if "dense" in plan.engines and lists.embeddings else None
+        pages = S._unit_view(plan, lists.questions_text[position], embedding, lists.filters[position], pages,
+                             lists.store, configured, max(int(configured.candidate_window), 10))
+    return pages
 
 
 def ranked_units(question: TuneQuestion, position: int, config: Config, settings: Settings,
                  lists: EngineLists) -> list[str]:
     """The unit ranking search() would give under ``config``."""
-    staged = replay_one(question, position, config, settings.replace(**config.settings), lists)
-    return M.dedupe(p.unit for p in staged.pages)
+    configured = settings.replace(**config.settings)
+    staged = replay_one(question, position, config, configured, lists)
+    return M.dedupe(p.unit for p in pages_of(staged, position, config, configured, lists))
 
 
 def score_configs(questions: Sequence[TuneQuestion], configs: Sequence[Config], lists: EngineLists,
@@ -300,20 +351,18 @@ def score_configs(questions: Sequence[TuneQuestion], configs: Sequence[Config], 
     aggregation is the last stage and reads nothing but the final hits, so
     each rule is applied to the same hits search() would have made.
     """
-    from ragloupe.retrieve import aggregate
-
     scores = np.zeros((len(configs), len(questions), len(METRICS)))
     families: dict[tuple, list[int]] = {}
     for c, config in enumerate(configs):
-        families.setdefault(_without_aggregation(config), []).append(c)
+        if not config.learned:  # scored per fold, by nested_select
+            families.setdefault(_without_aggregation(config), []).append(c)
     done = 0
     for members in families.values():
         configured = [settings.replace(**configs[c].settings) for c in members]
         for q, tq in enumerate(questions):
             staged = replay_one(tq, q, configs[members[0]], configured[0], lists)
             for c, config_settings in zip(members, configured):
-                pages = aggregate.aggregate_pages(staged.hits, config_settings.page_aggregation,
-                                                  config_settings.rrf_k)
+                pages = pages_of(staged, q, configs[c], config_settings, lists)
                 row = M.query_metrics(M.dedupe(p.unit for p in pages), tq.query.expected_units, KS)
                 scores[c, q] = [row[name] for name in METRICS]
         done += len(members)
@@ -333,7 +382,10 @@ def check_replay(questions: Sequence[TuneQuestion], configs: Sequence[Config], l
 
     picked = list(range(0, len(questions), max(1, len(questions) // n_questions)))[:n_questions]
     checked, mismatches = 0, []
-    for config in configs[:2] + [c for c in configs if c.settings["query_analysis"]][:1]:
+    special = [next((c for c in configs if test(c)), None) for test in (
+        lambda c: c.settings["query_analysis"], lambda c: c.settings["unit_view"] != "none",
+        lambda c: c.settings["prefer_tables"])]
+    for config in configs[:2] + [c for c in special if c is not None and not c.learned]:
         configured = settings.replace(**config.settings)
         for q in picked:
             query = questions[q].query
@@ -369,6 +421,104 @@ def select(objective: np.ndarray, folds: Sequence[Fold]) -> list[FoldResult]:
         train = objective[:, fold.train].mean(axis=1)
         chosen = int(np.argmax(train))  # argmax returns the first of equal maxima
         results.append(FoldResult(fold.held_out, chosen, train, objective[:, fold.test].mean(axis=1)))
+    return results
+
+
+class LearnedTrainer:
+    """Learned fusion under one configuration: trains on some questions, scores others.
+
+    The training rows of a question are its candidates (the fused union of
+    both engines' lists in the configuration's window) with their features
+    and 0/1 labels (is the candidate's unit gold?). They are computed once.
+    """
+
+    def __init__(self, config: Config, questions: Sequence[TuneQuestion], lists: EngineLists,
+                 settings: Settings):
+        from ragloupe.retrieve import features
+        from ragloupe.retrieve import search as S
+
+        self.config, self.questions, self.lists = config, questions, lists
+        self.configured = settings.replace(**config.settings)
+        plan = S.parse_mode(config.mode)
+        key = config.engine_key()
+        window = max(int(self.configured.candidate_window), 10)
+        views = features.corpus_views(lists.corpora[key])
+        gather = self.configured.replace(fusion="rrf")
+        self.rows, self.labels = [], []
+        for q, tq in enumerate(questions):
+            cut_lists = {"dense": lists.dense[q][:window], "bm25": lists.bm25[key][q][:window]}
+            candidates, _ = S._fuse(plan, cut_lists, gather)
+            chunks = [c.hit.chunk for c in candidates]
+            self.rows.append(features.candidate_features(
+                tq.query.question, chunks, [c.per_engine for c in candidates], views,
+                lists.analyses[q], lists.periods))
+            gold = set(tq.query.expected_units)
+            self.labels.append(np.asarray([1 if c.unit in gold else 0 for c in chunks]))
+        self.fingerprint = {"settings": learned_assumed(self.configured),
+                            "candidate_window": int(self.configured.candidate_window)}
+
+    def fit(self, train: np.ndarray, goldsets: dict | None = None):
+        from ragloupe.retrieve import learned
+
+        return learned.train([self.rows[i] for i in train], [self.labels[i] for i in train],
+                             {**self.fingerprint, "goldsets": goldsets or {}})
+
+    def score(self, model, test: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(test), len(METRICS)))
+        for row, q in enumerate(test):
+            staged = replay_one(self.questions[q], q, self.config, self.configured, self.lists, model)
+            pages = pages_of(staged, q, self.config, self.configured, self.lists)
+            metrics = M.query_metrics(M.dedupe(p.unit for p in pages),
+                                      self.questions[q].query.expected_units, KS)
+            out[row] = [metrics[name] for name in METRICS]
+        return out
+
+    def fit_and_score(self, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        return self.score(self.fit(train), test)
+
+    def grouped_score(self, subset: np.ndarray, groups: Sequence[str]) -> np.ndarray:
+        """Leave-one-group-out within ``subset``: each of its questions scored by a model that never saw its group."""
+        labels = np.asarray(groups)[subset]
+        out = np.zeros((len(subset), len(METRICS)))
+        for name in sorted(set(labels.tolist())):
+            inside = labels == name
+            out[inside] = self.fit_and_score(subset[~inside], subset[inside])
+        return out
+
+
+def learned_assumed(settings: Settings) -> dict:
+    from ragloupe.retrieve import learned
+
+    return learned.assumed_settings(settings)
+
+
+def nested_select(scores: np.ndarray, folds: Sequence[Fold], groups: Sequence[str],
+                  trainers: dict[int, LearnedTrainer]) -> list[FoldResult]:
+    """select() with learned configurations: inside each fold they are trained on the training
+    groups only, and their training figure is itself leave-one-group-out over those groups.
+
+    Fills ``scores[c][fold.test]`` of learned configuration c with its held-out figures
+    for the fold, so out_of_fold() reads them like any other.
+    """
+    objective = objective_per_query(scores)
+    held_out_scores = {}
+    results = []
+    for fold in folds:
+        train = objective[:, fold.train].mean(axis=1)
+        held = objective[:, fold.test].mean(axis=1)
+        for c, trainer in trainers.items():
+            if len(set(np.asarray(groups)[fold.train].tolist())) > 1:
+                train[c] = objective_per_query(trainer.grouped_score(fold.train, groups)).mean()
+            else:
+                train[c] = -1.0  # one training group: no honest training figure, never chosen
+            test_scores = trainer.fit_and_score(fold.train, fold.test)
+            held_out_scores[(c, fold.held_out)] = test_scores
+            held[c] = objective_per_query(test_scores).mean()
+        chosen = int(np.argmax(train))
+        results.append(FoldResult(fold.held_out, chosen, train, held))
+    for fold in folds:
+        for c in trainers:
+            scores[c][fold.test] = held_out_scores[(c, fold.held_out)]
     return results
 
 
@@ -430,10 +580,19 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     t0 = time.perf_counter()
     scores = score_configs(questions, configs, lists, settings, progress)
     replay_s = time.perf_counter() - t0
-    data = build_report(sets, questions, configs, scores, folds, scope, space, settings, replay_check)
+    t0 = time.perf_counter()
+    trainers = {c: LearnedTrainer(config, questions, lists, settings)
+                for c, config in enumerate(configs) if config.learned}
+    groups = [q.group for q in questions]
+    picks = nested_select(scores, folds, groups, trainers)
+    for c, trainer in trainers.items():  # the configuration's own figure: leave-one-group-out over all
+        scores[c] = trainer.grouped_score(np.arange(len(questions)), groups)
+    learned_s = time.perf_counter() - t0
+    data = build_report(sets, questions, configs, scores, folds, picks, scope, space, settings, replay_check)
     run_id = f"tune-{scope}-{content_hash(data)[:12]}"
     timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 2),
                "engines_s": round(engines_s, 2), "replay_s": round(replay_s, 2),
+               "learned_s": round(learned_s, 2),
                "configs_per_s": round(len(configs) / max(replay_s, 1e-9), 2)}
     report = TuneReport(run_id, data, timings)
     if progress:
@@ -451,11 +610,15 @@ def _indexed_only(questions: list[TuneQuestion], store, scope: str) -> list[Tune
 
 
 def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], configs: Sequence[Config],
-                 scores: np.ndarray, folds: Sequence[Fold], scope: str, space: str, settings: Settings,
-                 replay_check: dict) -> dict:
-    """The deterministic body of a tuning report."""
+                 scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldResult], scope: str,
+                 space: str, settings: Settings, replay_check: dict) -> dict:
+    """The deterministic body of a tuning report.
+
+    ``scores`` of a learned configuration are leave-one-group-out figures
+    (each question scored by a model that never saw its group), so its
+    "in-sample" figure is never a fit to the questions it is scored on.
+    """
     objective = objective_per_query(scores)
-    picks = select(objective, folds)
     oof = out_of_fold(scores, folds, picks)
     all_mean = objective.mean(axis=1)
     best = int(np.argmax(all_mean))
@@ -480,7 +643,8 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
                    "in_sample_objective": float(all_mean[c]), "train_objective": float(train_mean[c]),
                    "held_out_objective": float(held_mean[c]),
                    "hit@1": float(scores[c, :, _HIT1].mean()), "mrr": float(scores[c, :, _RR].mean()),
-                   "chosen_in_folds": [p.held_out for p in picks if p.chosen == c]}
+                   "chosen_in_folds": [p.held_out for p in picks if p.chosen == c],
+                   "learned": cfg.learned}
                   for c, cfg in enumerate(configs)]
     in_sample, oof_figures = figures(scores[best]), figures(oof)
     gap = {name: round(in_sample[name]["mean"] - oof_figures[name]["mean"], FLOAT_DIGITS)
@@ -571,6 +735,46 @@ def apply_decision(chosen: Config, current: Config, versus_current: dict) -> dic
             "reason": (f"out-of-fold objective {test['candidate']:.3f} vs {test['baseline']:.3f} for the "
                        f"settings in force (diff {test['diff']:+.3f}, p = {test['p_value']:.3f}): "
                        "not a significant win, the settings stay as they are")}
+
+
+# --- training the shipped learned model ------------------------------------------------
+
+def train_learned(goldsets: Sequence[GoldSet | str | Path], out: Path, settings: Settings | None = None,
+                  store=None, embedder=None) -> dict:
+    """Train learned fusion on every question of the gold sets (settings in force, fusion=learned)
+    and write the model file; returns what was written and the model's leave-one-group-out figure."""
+    from ragloupe.retrieve import learned
+
+    settings = settings or get_settings()
+    sets = [g if isinstance(g, GoldSet) else load_goldset(g) for g in goldsets]
+    if not sets:
+        raise GoldSetInvalid("no gold set given")
+    if store is None:
+        from ragloupe.index.store import open_store
+
+        store = open_store(settings)
+    if embedder is None:
+        from ragloupe.index.embedder import get_embedder
+
+        embedder = get_embedder(settings)
+    questions = _indexed_only(tune_questions(sets), store, "doc")
+    config = Config.of("hybrid", settings, fusion="learned")
+    lists = fetch_lists(questions, [config], "doc", settings, store, embedder)
+    trainer = LearnedTrainer(config, questions, lists, settings)
+    everything = np.arange(len(questions))
+    model = trainer.fit(everything, {g.name: g.sha256 for g in sets})
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(learned.to_json(model), encoding="utf-8")
+    groups = [q.group for q in questions]
+    figures = {}
+    if len(set(groups)) > 1:
+        held_out = trainer.grouped_score(everything, groups)
+        figures = {"hit@1": round(float(held_out[:, _HIT1].mean()), FLOAT_DIGITS),
+                   "mrr": round(float(held_out[:, _RR].mean()), FLOAT_DIGITS)}
+    return {"path": str(out), "n_questions": len(questions), "fingerprint": model.fingerprint,
+            "leave_one_group_out": figures,
+            "coefficients": dict(zip(model.features, [round(float(c), 4) for c in model.coef]))}
 
 
 # --- .env ---------------------------------------------------------------------------

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-METHODS = ("rrf", "minmax")
+# "learned" is ranked by retrieve/learned.py over per-candidate features (it needs the
+# chunks, not only ids and scores); search() applies it after an RRF pass that gathers the candidates.
+METHODS = ("rrf", "minmax", "learned")
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,9 @@ def fuse(method: str, scored: Mapping[str, Sequence[tuple[str, float]]],
                    weights, k)
     if method == "minmax":
         return minmax(scored, weights)
+    if method == "learned":
+        raise ValueError("learned fusion needs the chunks and their features: it runs in search(), "
+                         "not in fusion.fuse")
     raise ValueError(f"unknown fusion method {method!r}; use one of {', '.join(METHODS)}")
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from ragloupe.config import Settings, get_settings
 from ragloupe.errors import RagloupeError
 from ragloupe.index import lexical
-from ragloupe.models import EngineScore, Hit, Ranking
+from ragloupe.models import EngineScore, Hit, LearnedScore, Ranking
 from ragloupe.retrieve import (aggregate, cut, doc_periods, engines, fusion, prefer_tables,
                                query_analysis, rerank, units)
 from ragloupe.retrieve.rewrite import rewrite_query
@@ -165,11 +165,15 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
     if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
         raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: "
                             "run `ragloupe index <files>` first")
-    periods = None
-    if analysis is not None:
+    periods, learned_fusion = None, settings.fusion == "learned" and len(plan.engines) > 1
+    if analysis is not None or learned_fusion:
         with _timed(timings, "period"):
             periods = doc_periods.document_periods(store, settings)
-    staged = replay(plan, search_text, lists, settings, timings, analysis, periods)
+    corpus = None
+    if learned_fusion:
+        with _timed(timings, "bm25_index"):
+            corpus = engines.lexical_index(store, settings)
+    staged = replay(plan, search_text, lists, settings, timings, analysis, periods, corpus)
     pages = staged.pages
     if settings.unit_view != "none":  # after replay: it reads the store, replay only the engines' lists
         with _timed(timings, "units"):
@@ -201,18 +205,23 @@ class Staged:
 def replay(plan: ModePlan, search_text: str, lists: dict[str, list[engines.EngineHit]],
            settings: Settings, timings: dict[str, float] | None = None,
            analysis: query_analysis.QueryAnalysis | None = None,
-           periods: dict[str, query_analysis.DocumentPeriod] | None = None) -> Staged:
+           periods: dict[str, query_analysis.DocumentPeriod] | None = None,
+           corpus: lexical.LexicalIndex | None = None, model=None) -> Staged:
     """Fusion, rerank, period preference, cut and page view: everything search() does after the engines.
 
     search() calls this on the lists it just fetched; ``ragloupe tune`` calls it
     on lists fetched once over the largest window, cut to each configuration's
     window, so a configuration costs a replay instead of a search. ``analysis``
     and ``periods`` (each document's fiscal period) are given when query
-    analysis is on.
+    analysis is on. Learned fusion reads ``corpus`` (the chunk-level BM25
+    index, for page- and section-level BM25) and ``model`` (a LearnedModel;
+    None loads the configured one).
     """
     timings = timings if timings is not None else {}
     with _timed(timings, "fusion"):
         candidates, fused_by = _fuse(plan, lists, settings)
+        if fused_by == "learned":
+            candidates = _learn(search_text, candidates, settings, corpus, model, analysis, periods)
     reranker = ""
     if plan.rerank or settings.lexical_rerank:
         with _timed(timings, "rerank"):
@@ -282,6 +291,7 @@ class _Candidate:
     doc_period: str = ""
     period_match: float | None = None
     rrf_score: float | None = None
+    learned: LearnedScore | None = None
 
 
 def _fuse(plan: ModePlan, lists: dict[str, list[engines.EngineHit]],
@@ -309,10 +319,32 @@ def _fuse(plan: ModePlan, lists: dict[str, list[engines.EngineHit]],
         return [_Candidate(by_id[h.chunk.chunk_id], annotate(h.chunk.chunk_id), h.score,
                            rrf_score=rrf_scores.get(h.chunk.chunk_id))
                 for h in lists[engine]], ""
-    fused = fusion.fuse(settings.fusion, scored, weights, settings.rrf_k)
+    # Learned fusion starts from the RRF order (which breaks its ties) and rescores in _learn().
+    method = "rrf" if settings.fusion == "learned" else settings.fusion
+    fused = fusion.fuse(method, scored, weights, settings.rrf_k)
     return [_Candidate(by_id[f.id], annotate(f.id), f.score, fused_score=f.score,
                        rrf_score=rrf_scores.get(f.id))
             for f in fused], settings.fusion
+
+
+def _learn(query: str, candidates: list[_Candidate], settings: Settings, corpus, model,
+           analysis: query_analysis.QueryAnalysis | None,
+           periods: dict[str, query_analysis.DocumentPeriod] | None) -> list[_Candidate]:
+    """Rescore the fused candidates with the learned model; each keeps its per-feature account."""
+    from ragloupe.retrieve import features, learned
+
+    if corpus is None:
+        raise InvalidSearch("learned fusion needs the BM25 index of the store (pass corpus to replay)")
+    model = model or learned.load(settings)
+    analysis = analysis or query_analysis.analyze(query, settings.fiscal_year_start_month)
+    rows = features.candidate_features(query, [c.hit.chunk for c in candidates],
+                                       [c.per_engine for c in candidates], features.corpus_views(corpus),
+                                       analysis, periods)
+    for candidate, explained in zip(candidates, model.explain(rows)):
+        candidate.learned = explained
+        candidate.score = candidate.fused_score = explained.probability
+    # A stable sort on the logit (the probability saturates): ties keep the RRF order.
+    return sorted(candidates, key=lambda c: -c.learned.logit)
 
 
 def _rerank(plan: ModePlan, query: str, candidates: list[_Candidate],
@@ -379,7 +411,7 @@ def _finish(candidates: list[_Candidate]) -> list[Hit]:
             per_engine=candidate.per_engine, fused_score=candidate.fused_score,
             rerank_score=candidate.rerank_score, rerank_change=candidate.rerank_change,
             doc_period=candidate.doc_period, period_match=candidate.period_match,
-            rrf_score=candidate.rrf_score, margin=float(candidate.score - following.score) if following else None))
+            rrf_score=candidate.rrf_score, learned=candidate.learned, margin=float(candidate.score - following.score) if following else None))
     return hits
 
 

@@ -1,0 +1,184 @@
+"""Learned fusion: a logistic regression over per-candidate features, shipped as a small JSON file.
+
+Pointwise learning to rank: each candidate chunk of a training question is
+one row of features (retrieve/features.py), labelled 1 when its page (or
+record) is a gold unit. The model is linear on standardised features, so a
+hit's score splits exactly into one contribution per feature plus the
+intercept: that split is what "why this hit ranked here" shows.
+
+The model file holds the feature names, the scaler, the coefficients and a
+fingerprint of what it was trained on: the gold sets' sha256, the feature
+version and the settings the features assume (embedding model, chunking,
+BM25 parameters, query analysis). ``load`` checks the fingerprint against
+the settings in force and says plainly what differs. No pickle: JSON only,
+floats rounded, keys sorted, so the same training data gives a byte-identical
+file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ragloupe.config import Settings
+from ragloupe.errors import RagloupeError
+from ragloupe.models import LearnedScore
+from ragloupe.retrieve.features import FEATURE_VERSION, FEATURES
+
+SCHEMA = "ragloupe.learned/1"
+SHIPPED = Path(__file__).with_name("learned_model.json")
+DIGITS = 6
+C = 1.0  # inverse regularisation strength of the logistic regression
+
+
+class LearnedModelMismatch(RagloupeError):
+    """The learned fusion model does not fit the settings, features or file in force."""
+
+
+@dataclass(frozen=True)
+class LearnedModel:
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    fingerprint: dict
+
+    def logits(self, rows: np.ndarray) -> np.ndarray:
+        return self.intercept + self._standardised(rows) @ self.coef
+
+    def explain(self, rows: np.ndarray) -> list[LearnedScore]:
+        """Each row's logit, probability and exact per-feature contributions (they sum to the logit)."""
+        parts = self._standardised(rows) * self.coef
+        out = []
+        for raw, row in zip(rows, parts):
+            logit = float(self.intercept + row.sum())
+            out.append(LearnedScore(
+                logit=logit, probability=_sigmoid(logit), intercept=float(self.intercept),
+                contributions={name: float(v) for name, v in zip(self.features, row)},
+                values={name: float(v) for name, v in zip(self.features, raw)}))
+        return out
+
+    def _standardised(self, rows: np.ndarray) -> np.ndarray:
+        return (np.asarray(rows, dtype=float) - self.mean) / self.scale
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def assumed_settings(settings: Settings) -> dict:
+    """The settings the features depend on: a model trained under others would read them wrongly."""
+    return {"embedding_model": settings.embedding_model, "chunk_tokens": settings.chunk_tokens,
+            "chunk_overlap": settings.chunk_overlap, "chunk_context": settings.chunk_context,
+            "bm25_k1": _plain(settings.bm25_k1), "bm25_b": _plain(settings.bm25_b),
+            "query_analysis": settings.query_analysis}
+
+
+def _plain(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def train(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], fingerprint: dict) -> LearnedModel:
+    """Fit the model on questions' candidate rows (one matrix per question) and 0/1 labels.
+
+    Classes are balanced (a question has a handful of gold candidates among a
+    hundred or more). The returned model is the one its JSON file holds:
+    rounded, so scoring before and after shipping is the same.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.vstack([np.asarray(r, dtype=float) for r in rows if len(r)])
+    y = np.concatenate([np.asarray(lab, dtype=int) for lab, r in zip(labels, rows) if len(r)])
+    if X.size == 0 or len(set(y.tolist())) < 2:
+        raise LearnedModelMismatch("cannot train learned fusion: the training questions have no gold "
+                                   "candidate among their engine lists (or nothing else)")
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale[scale == 0] = 1.0
+    fit = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, solver="lbfgs")
+    fit.fit((X - mean) / scale, y)
+    model = LearnedModel(tuple(FEATURES), mean, scale, fit.coef_[0], float(fit.intercept_[0]),
+                         {**fingerprint, "feature_version": FEATURE_VERSION, "n_rows": int(len(y)),
+                          "n_positive": int(y.sum())})
+    return from_json(to_json(model))
+
+
+def to_json(model: LearnedModel) -> str:
+    data = {
+        "schema": SCHEMA,
+        "features": list(model.features),
+        "scaler": {"mean": _rounded(model.mean), "scale": _rounded(model.scale)},
+        "coefficients": _rounded(model.coef),
+        "intercept": round(float(model.intercept), DIGITS) + 0.0,
+        "fingerprint": model.fingerprint,
+    }
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def _rounded(values: np.ndarray) -> list[float]:
+    return [round(float(v), DIGITS) + 0.0 for v in values]
+
+
+def from_json(text: str, source: str = "learned model") -> LearnedModel:
+    try:
+        data = json.loads(text)
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"schema {data.get('schema')!r}, expected {SCHEMA}")
+        return LearnedModel(tuple(data["features"]), np.asarray(data["scaler"]["mean"], dtype=float),
+                            np.asarray(data["scaler"]["scale"], dtype=float),
+                            np.asarray(data["coefficients"], dtype=float), float(data["intercept"]),
+                            dict(data["fingerprint"]))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LearnedModelMismatch(f"{source} is not a readable learned fusion model ({exc})") from None
+
+
+def mismatches(model: LearnedModel, settings: Settings) -> list[str]:
+    """What differs between the model's fingerprint and what is in force, in words (empty: it fits)."""
+    problems = []
+    version = model.fingerprint.get("feature_version")
+    if version != FEATURE_VERSION or tuple(model.features) != tuple(FEATURES):
+        problems.append(f"it was trained on feature version {version} and these features are version "
+                        f"{FEATURE_VERSION}")
+    assumed = model.fingerprint.get("settings", {})
+    for name, value in assumed_settings(settings).items():
+        if name in assumed and assumed[name] != value:
+            problems.append(f"it assumes {name}={assumed[name]} and {name}={value} is in force")
+    return problems
+
+
+_cache_lock = threading.Lock()
+_cache: dict[tuple[str, float], LearnedModel] = {}
+
+
+def model_path(settings: Settings) -> Path:
+    return Path(settings.learned_model) if settings.learned_model else SHIPPED
+
+
+def load(settings: Settings) -> LearnedModel:
+    """The configured model (RAGLOUPE_LEARNED_MODEL, else the shipped one), checked against the settings."""
+    path = model_path(settings)
+    try:
+        stamp = path.stat().st_mtime
+    except OSError:
+        raise LearnedModelMismatch(f"no learned fusion model at {path}: train one with "
+                                   "`ragloupe tune --train-learned`, or use another fusion") from None
+    key = (str(path), stamp)
+    with _cache_lock:
+        model = _cache.get(key)
+    if model is None:
+        model = from_json(path.read_text(encoding="utf-8"), str(path))
+        with _cache_lock:
+            _cache.clear()
+            _cache[key] = model
+    problems = mismatches(model, settings)
+    if problems:
+        raise LearnedModelMismatch(f"the learned fusion model {path.name} does not fit: " + "; ".join(problems)
+                                   + ". Retrain it (`ragloupe tune --train-learned`) or use another fusion")
+    return model
