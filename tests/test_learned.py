@@ -31,7 +31,9 @@ from ragloupe.cli import main  # noqa: E402
 from ragloupe.config import PROJECT_ROOT  # noqa: E402
 from ragloupe.evaluate import tuning as T  # noqa: E402
 from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
+from ragloupe.cli.search_cmd import format_ranking  # noqa: E402
 from ragloupe.retrieve import features, learned  # noqa: E402
+from ragloupe.ui.why import learned_rows  # noqa: E402
 
 GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
 
@@ -94,6 +96,11 @@ def test_search_explains_each_learned_hit_exactly(trainer, demo_index, tmp_path)
         assert hit.learned.intercept + sum(hit.learned.contributions.values()) == pytest.approx(hit.learned.logit)
         assert hit.score == pytest.approx(hit.learned.probability)
         assert hit.rrf_score is not None
+    rows = learned_rows(ranking.hits[0])  # what the Search page shows under "why this hit ranked here"
+    assert [abs(r["contribution"]) for r in rows] == sorted((abs(r["contribution"]) for r in rows), reverse=True)
+    assert sum(r["contribution"] for r in rows) == pytest.approx(
+        ranking.hits[0].learned.logit - ranking.hits[0].learned.intercept, abs=1e-3)
+    assert "why #1: logit" in format_ranking(ranking)
 
 
 def test_search_cli_says_in_one_line_when_the_model_does_not_fit(demo_env, tmp_path, capsys, monkeypatch):

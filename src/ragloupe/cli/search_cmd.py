@@ -165,7 +165,19 @@ def format_ranking(ranking: Ranking) -> str:
              first_words(h.chunk.text)] for h in ranking.hits]
     if not rows:
         return "\n".join([f"no hits for {ranking.query!r}"] + _summary(ranking))
-    return "\n".join([_table(header, rows), ""] + _summary(ranking))
+    return "\n".join([_table(header, rows), ""] + _why(ranking) + _summary(ranking))
+
+
+def _why(ranking: Ranking, top: int = 3) -> list[str]:
+    """Under learned fusion, each hit's three largest feature contributions to its logit."""
+    lines = []
+    for hit in ranking.hits:
+        if hit.learned is None:
+            continue
+        shares = sorted(hit.learned.contributions.items(), key=lambda item: (-abs(item[1]), item[0]))[:top]
+        lines.append(f"why #{hit.rank}: logit {hit.learned.logit:+.2f} = intercept {hit.learned.intercept:+.2f} "
+                     + " ".join(f"{name} {value:+.2f}" for name, value in shares) + " ...")
+    return lines + ([""] if lines else [])
 
 
 def format_comparison(rankings: Sequence[Ranking]) -> str:

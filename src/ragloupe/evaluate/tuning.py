@@ -177,8 +177,8 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
         configs.append(Config.of(base.mode, settings, **{**base.settings, "unit_view": "all"}))
         configs.append(Config.of(base.mode, settings, **{**base.settings, "unit_view": "records"}))
     for analysed, window in itertools.product((False, True), (50, 100)):
-        configs.append(Config.of("hybrid", settings, **off, fusion="learned", candidate_window=window,
-                                 page_aggregation="max", query_analysis=analysed))
+        configs.append(Config.of("hybrid", settings, **{**off, "query_analysis": analysed}, fusion="learned",
+                                 candidate_window=window, page_aggregation="max"))
     for wd, wb in ((1.5, 1), (1, 1), (1, 2)):
         configs.append(Config.of("hybrid+rerank", settings, **off, fusion="minmax", weight_dense=wd,
                                  weight_bm25=wb, candidate_window=100, page_aggregation="max",

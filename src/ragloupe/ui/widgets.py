@@ -10,6 +10,7 @@ import streamlit as st
 from ragloupe.models import Chunk, Hit
 from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import fmt_change, fmt_engine, fmt_rank, fmt_score, highlight_html, md_escape
+from ragloupe.ui.why import why_ranked
 
 
 def chunk_label(chunk: Chunk) -> str:
@@ -60,9 +61,11 @@ def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ())
         st.text(
             f"score {fmt_score(hit.score, 4)} | dense {fmt_engine(*_view(dense))} | "
             f"bm25 {fmt_engine(*_view(bm25))} | fused {fmt_score(hit.fused_score, 4)} | "
-            f"rerank {fmt_change(hit.rerank_change)} | margin {fmt_score(hit.margin, 4)}\n"
+            f"rrf {fmt_score(hit.rrf_score, 4)} | rerank {fmt_change(hit.rerank_change)} | "
+            f"margin {fmt_score(hit.margin, 4)}\n"
             f"section: {hit.chunk.section or '—'} | quality: {hit.chunk.quality}"
             + (f" ({hit.chunk.reason})" if hit.chunk.reason else "") + f" | kind: {hit.chunk.kind}")
+        why_ranked(hit)
         show_chunk(hit.chunk, terms)
 
 
