@@ -8,12 +8,15 @@
    best of ``--repeats`` timed passes (the machine is shared: the best pass
    is the least disturbed one).
 2. Agreement: cosine between each backend's vector and torch's, per chunk.
-3. Retrieval: the demo corpus is indexed once per backend under --cache (a
-   backend is an index setting), and the three Grampian gold sets (page
-   level, each question in its own report) and the Natech tuning set are
-   evaluated in dense and hybrid modes; each backend's Hit@1 and MRR are
-   paired with torch's by question (bootstrap CI of the difference,
-   permutation p). No setting is chosen here: nothing is tuned.
+3. Retrieval: a torch index of the demo corpus (``--torch-index``, copied,
+   never written; or built under --cache) is copied once per other backend
+   and every chunk re-encoded with that backend, so the backends are compared
+   on the very same chunks (chunking depends on the tokenizer only, which
+   all backends share). The three Grampian gold sets (page level, each
+   question in its own report) and the Natech tuning set are evaluated in
+   dense and hybrid modes; each backend's Hit@1 and MRR are paired with
+   torch's by question (bootstrap CI of the difference, permutation p).
+   No setting is chosen here: nothing is tuned.
 
 Writes benchmarks/results/encode_speed.json.
 """
@@ -22,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -68,22 +73,45 @@ def speed(embedder, texts: list[str], repeats: int) -> dict:
             "chunks_per_s": round(len(texts) / best, 1)}
 
 
-def build_index(cache: Path, backend: str) -> Settings:
+def backend_settings(cache: Path, backend: str) -> Settings:
+    root = cache / backend
+    return Settings.from_env(index_dir=root / "index", runs_dir=root / "runs", raw_dir=root / "raw",
+                             logs_dir=root / "logs", models_dir=cache / "models", chroma_host="",
+                             embedding_backend=backend)
+
+
+def torch_index(cache: Path, given: str | None) -> Settings:
+    """The torch index: a copy of ``given``, or the demo corpus indexed under ``cache``."""
     from ragloupe.errors import StaleIndex
     from ragloupe.index.pipeline import run_index
 
-    root = cache / backend
-    settings = Settings.from_env(index_dir=root / "index", runs_dir=root / "runs", raw_dir=root / "raw",
-                                 logs_dir=root / "logs", models_dir=cache / "models", chroma_host="",
-                                 embedding_backend=backend)
-    started = time.perf_counter()
+    settings = backend_settings(cache, "torch")
+    if given:
+        shutil.rmtree(settings.path("index_dir"), ignore_errors=True)
+        shutil.copytree(given, settings.path("index_dir"), ignore=shutil.ignore_patterns(".lock"))
+        return settings
     try:
         summary = run_index(SOURCES, settings)
     except StaleIndex:
         summary = run_index(SOURCES, settings, rebuild=True)
     if summary.errors:
-        raise SystemExit(f"indexing for {backend} failed: {summary.errors}")
-    print(f"{backend}: index ready in {time.perf_counter() - started:.0f}s", flush=True)
+        raise SystemExit(f"indexing for torch failed: {summary.errors}")
+    return settings
+
+
+def reencoded_index(cache: Path, source: Settings, backend: str) -> Settings:
+    """A copy of the torch index with every chunk's vector from ``backend`` (same ids, texts, metadata)."""
+    from ragloupe.index.embedder import get_embedder
+    from ragloupe.index.store import open_store
+
+    settings = backend_settings(cache, backend)
+    shutil.rmtree(settings.path("index_dir"), ignore_errors=True)
+    shutil.copytree(source.path("index_dir"), settings.path("index_dir"), ignore=shutil.ignore_patterns(".lock"))
+    store = open_store(settings)
+    chunks = store.all_chunks()
+    started = time.perf_counter()
+    store.upsert(chunks, get_embedder(settings).encode([c.search_text for c in chunks]))
+    print(f"{backend}: {len(chunks)} chunks re-encoded in {time.perf_counter() - started:.0f}s", flush=True)
     return settings
 
 
@@ -127,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=512, help="chunks timed per backend")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-retrieval", dest="retrieval", action="store_false")
+    parser.add_argument("--torch-index", help="an existing index of the demo corpus with default settings "
+                                              "(copied, not written); default: build one under --cache")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
 
@@ -137,11 +167,18 @@ def main(argv: list[str] | None = None) -> int:
 
     base = Settings.from_env(models_dir=Path(args.cache) / "models")
     torch_embedder = get_embedder(base)
-    texts = demo_chunks(base, torch_embedder)[:args.sample]
+    if args.torch_index:  # the index's own chunks: no need to extract the PDFs again
+        from ragloupe.index.store import open_store
+
+        held = open_store(base.replace(index_dir=Path(args.torch_index))).all_chunks()
+        texts = [c.search_text for c in held][:args.sample]
+    else:
+        texts = demo_chunks(base, torch_embedder)[:args.sample]
     reference = torch_embedder.encode(texts)
     out: dict = {"what": "chunks/s per embedding backend, agreement with torch, retrieval paired with torch",
                  "model": base.embedding_model, "batch_size": base.embed_batch_size,
-                 "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version(),
+                 "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                              "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
                              "onnxruntime": onnxruntime.__version__},
                  "speed": {}, "agreement": {}}
@@ -157,16 +194,18 @@ def main(argv: list[str] | None = None) -> int:
     out["speedup_vs_torch"] = {b: round(out["speed"][b]["chunks_per_s"] / torch_speed, 2) for b in BACKENDS}
 
     if args.retrieval:
-        per_backend = {}
-        for backend in BACKENDS:
-            settings = build_index(Path(args.cache), backend)
-            per_backend[backend] = retrieval(settings)
+        cache = Path(args.cache)
+        reference_index = torch_index(cache, args.torch_index)
+        per_backend = {"torch": retrieval(reference_index)}
+        for backend in BACKENDS[1:]:
+            per_backend[backend] = retrieval(reencoded_index(cache, reference_index, backend))
         out["retrieval"] = {backend: {key: compare(per_backend["torch"][key], rows)
                                       for key, rows in per_backend[backend].items()}
                             for backend in BACKENDS if backend != "torch"}
         out["retrieval"]["torch"] = {key: {m: round(float(np.mean([r[m] for r in rows])), 4)
                                            for m in ("hit@1", "rr")}
                                      for key, rows in per_backend["torch"].items()}
+    out["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps(out["speedup_vs_torch"]))
