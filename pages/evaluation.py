@@ -77,8 +77,9 @@ with page_errors():
             st.plotly_chart(survival_chart(runs), key="survival")
         flagged = runs[0].data["label_audit"]["n_flagged"]
         if flagged:
-            st.info(f"{flagged} question(s) look like gold-label errors (the answer is on another "
-                    "page); the report gives figures with and without them.")
+            st.info(f"{flagged} question(s) look like gold-set errors (the answer is on another "
+                    "page, or the gold answer disagrees with the document); the report gives "
+                    "figures with and without them.")
 
     st.header("Past runs")
     past = list_runs(settings)

@@ -96,9 +96,9 @@ with page_errors():
         st.switch_page("pages/search_compare.py")
     audit = query.get("label_audit") or {}
     if audit.get("flagged"):
-        st.warning("Suspected gold-label error: the answer was found on "
-                   + (", ".join(audit.get("found_on", [])) or "another unit")
-                   + (f" ({audit['note']})" if audit.get("note") else ""))
+        meaning = run.data["label_audit"].get("categories", {}).get(audit.get("category", ""))
+        st.warning("Suspected gold-set error: " + (meaning or "the answer was found on another unit"))
+        st.text(audit.get("note") or ", ".join(audit.get("found_on", [])))
     st.markdown("**Where each engine ranked the gold unit** (however deep; — when the engine "
                 "did not list it at all)")
     st.dataframe(pd.DataFrame(gold_rank_rows(query)), hide_index=True)

@@ -110,8 +110,11 @@ def test_missing_file_is_refused(tmp_path):
 
 # --- label audit ------------------------------------------------------------------
 
-from ragloupe.evaluate.audit import audit_query  # noqa: E402
+from ragloupe.evaluate.audit import ANSWER_ELSEWHERE, DISAGREES, audit_query  # noqa: E402
 from ragloupe.evaluate.goldset import GoldQuery  # noqa: E402
+from ragloupe.config import PROJECT_ROOT  # noqa: E402
+
+BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
 
 TEXTS = {
     "d#p11": "Our vision, proudly working together to improve our health, is supported by themes.",
@@ -129,7 +132,7 @@ def _query(answer, pages, answer_type="text"):
 
 def test_answer_on_another_page_is_a_suspected_label_error():
     audit = audit_query(_query("Proudly working together to improve our health", [12]), TEXTS)
-    assert audit.flagged
+    assert audit.flagged and audit.category == ANSWER_ELSEWHERE
     assert audit.found_on == ("d#p11",)
     assert audit.status_on_expected == "absent"
 
@@ -155,8 +158,45 @@ def test_query_without_answer_is_unchecked():
     assert audit_query(_query("", [12]), TEXTS).status_on_expected == "unchecked"
 
 
-def test_small_figures_with_the_answer_words_elsewhere_flag_the_query():
-    texts = {**TEXTS, "d#p27": "In 2021/22, the average credit taken was 14 days (2020/21: 9 days)."}
-    audit = audit_query(_query("Average credit taken was 11 days (2020/21: 14 days)", [25], "number"), texts)
-    assert audit.flagged
-    assert audit.found_on == ("d#p27",)
+def test_words_with_other_figures_elsewhere_are_a_disagreement_not_another_page():
+    texts = {**TEXTS, "d#p40": "Theatre activity (cont). In 2021/22 the median wait was 21 weeks "
+                               "(2020/21: 18 weeks). Lists were validated."}
+    audit = audit_query(_query("The median wait was 18 weeks (2020/21: 12 weeks)", [25], "number"), texts)
+    assert audit.flagged and audit.category == DISAGREES
+    assert audit.found_on == ("d#p40",) and "21 weeks" in audit.note
+
+
+def test_the_expected_page_itself_can_disagree_with_the_gold_answer():
+    texts = {**TEXTS, "d#p25": "In 2021/22 the median wait was 21 weeks (2020/21: 18 weeks)."}
+    audit = audit_query(_query("The median wait was 18 weeks (2020/21: 12 weeks)", [25], "number"), texts)
+    assert audit.status_on_expected == "partial"
+    assert audit.flagged and audit.category == DISAGREES and audit.found_on == ("d#p25",)
+
+
+def test_words_and_small_figures_together_elsewhere_are_the_answer_on_another_page():
+    texts = {**TEXTS, "d#p41": "In 2021/22 the median wait was 18 weeks (2020/21: 12 weeks)."}
+    audit = audit_query(_query("The median wait was 18 weeks (2020/21: 12 weeks)", [25], "number"), texts)
+    assert audit.flagged and audit.category == ANSWER_ELSEWHERE and audit.found_on == ("d#p41",)
+
+
+def test_a_sentence_without_the_gold_sets_computed_figure_does_not_disagree():
+    texts = {**TEXTS, "d#p24": "Efficiency savings of £7.3 million were achieved against a target of "
+                               "£5.2 million."}
+    audit = audit_query(_query("Exceeded by £2.1 million (£7.3 million achieved against a target of "
+                               "£5.2 million)", [24], "number"), texts)
+    assert not audit.flagged
+
+
+def test_a_real_report_sentence_disagreeing_with_an_altered_gold_answer_is_found():
+    # Grampian 2021/22: "In 2021/22 91% of invoices by value (2020/21 97%) ... were paid within 30 days."
+    texts = {}
+    with open(BENCHMARKS / "grampian" / "pages" / "Grampian-2021-2022.jsonl", encoding="utf-8") as lines:
+        for record in map(json.loads, lines):
+            texts[f"d#p{record['page']}"] = record["text"]
+    true = audit_query(_query("91% of invoices by value were paid within 30 days (2020/21: 97%)", [27],
+                              "number"), texts)
+    assert not true.flagged and true.status_on_expected == "found"
+    altered = audit_query(_query("93% of invoices by value were paid within 30 days (2020/21: 97%)", [27],
+                                 "number"), texts)
+    assert altered.flagged and altered.category == DISAGREES and altered.found_on == ("d#p27",)
+    assert "91%" in altered.note

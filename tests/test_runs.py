@@ -152,7 +152,7 @@ def test_compare_lists_improved_queries(hybrid_run, gold_path, run_settings):
 def test_answers_get_generation_codes(gold_path, run_settings):
     def reply(path, request):
         if QUESTIONS[1]["question"] in prompt_of(request):
-            return chat_reply(path, "NHS Grampian employs 12,000 staff [1].")
+            return chat_reply(path, "NHS Grampian employs about 18,000 staff [1].")
         return chat_reply(path, "The Total Revenue Resource Limit was £1,311,111 thousand [1].")
 
     with FakeLlmServer(reply) as server:

@@ -2,6 +2,7 @@
 
 from ragloupe.evaluate.taxonomy import (
     NOT_ASSESSED,
+    TAXONOMY,
     IndexView,
     RankingView,
     classify_answer,
@@ -109,17 +110,55 @@ def test_bare_figure_for_text_question_is_fp5():
     assert failure.code == "FP5"
 
 
-def test_different_figure_is_fp6():
+def test_a_different_figure_with_the_answer_in_context_is_not_extracted_fp4():
     failure = classify_answer("£48.6 million", "number", CONTEXT, "It received £46.3 million.")
-    assert failure.code == "FP6"
-    assert failure.details["expected"] == "£48.6 million"
+    assert failure.code == "FP4"
+    assert failure.details["given"] == ["£46.3 million"]
+
+
+def test_the_gold_figure_at_a_coarser_precision_is_too_general_fp6():
+    failure = classify_answer("£48.6 million", "number", CONTEXT, "It received about £49 million.")
+    assert failure.code == "FP6" and failure.evidence.startswith("too general")
+
+
+def test_the_gold_figure_at_a_finer_precision_is_too_specific_fp6():
+    failure = classify_answer("about 18,000 staff", "number", "NHS Grampian employs 17,712 people.",
+                              "NHS Grampian employs 17,712 staff.")
+    assert failure.code == "FP6" and failure.evidence.startswith("too specific")
+
+
+def test_an_amount_where_a_percentage_was_asked_for_is_wrong_format_fp5():
+    context = "Costs grew by 5.2% to £48.6 million."
+    failure = classify_answer("5.2%", "number", context, "Costs grew to £48.6 million.",
+                              question="By what percentage did costs grow?")
+    assert failure.code == "FP5" and "percentage" in failure.evidence
+
+
+def test_one_item_where_a_list_was_asked_for_is_wrong_format_fp5():
+    context = "The core values of the Board are caring, listening and improving."
+    failure = classify_answer("Caring, listening and improving", "text", context, "Caring.",
+                              question="List the Board's core values.")
+    assert failure.code == "FP5" and "list" in failure.evidence
 
 
 def test_part_of_multi_part_answer_is_fp7():
+    context = "Spend was £41.04 million: £23.06 million by NHS Grampian and £17.97 million by the IJBs."
     failure = classify_answer("£41.04 million total (£23.06 million NHS Grampian, £17.97 million IJBs)",
-                              "number", CONTEXT, "In total £41.04 million was spent.")
+                              "number", context, "In total £41.04 million was spent.")
     assert failure.code == "FP7"
     assert "£23.06 million" in failure.details["missing"]
+
+
+def test_a_part_the_context_never_held_is_not_an_incomplete_answer():
+    failure = classify_answer("£41.04 million total (£23.06 million NHS Grampian, £17.97 million IJBs)",
+                              "number", "In total £41.04 million was spent.", "In total £41.04 million was spent.")
+    assert failure.code == NOT_ASSESSED
+
+
+def test_every_code_has_its_definition_with_barnetts_meaning():
+    assert set(TAXONOMY) == {"FP1", "FP2", "FP3", "FP4", "FP5", "FP6", "FP7", "HIT"}
+    assert "ignores the format" in TAXONOMY["FP5"]
+    assert "too general or too specific" in TAXONOMY["FP6"]
 
 
 def test_text_answer_missing_content_in_context_is_fp4():

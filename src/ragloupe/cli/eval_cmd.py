@@ -120,7 +120,9 @@ def render_run(report, load_errors: Sequence[str] = ()) -> str:
     lines.append("")
     lines.append("  ".join(f"{h:>22}" if i else f"{h:<8}" for i, h in enumerate(header)))
     overall = data["metrics"]["all"]
-    for name in ("hit", "recall", "ndcg"):
+    for name in ("hit", "recall", "ndcg", "mrr"):
+        if f"{name}@{ks[0]}" not in overall:  # a report written before MRR was kept per k
+            continue
         cells = [_cell(overall[f"{name}@{k}"]) for k in ks]
         lines.append("  ".join([f"{name:<8}", *[f"{c:>22}" for c in cells]]))
     lines.append(f"{'mrr':<8}  {_cell(overall['mrr']):>22}   (cut at k={max(ks)})")
@@ -129,10 +131,13 @@ def render_run(report, load_errors: Sequence[str] = ()) -> str:
     flagged = data["label_audit"]["n_flagged"]
     if flagged:
         clean = data["metrics"]["excluding_flagged"]
-        lines.append(f"label audit: {flagged} suspected label error(s); excluding them "
+        lines.append(f"label audit: {flagged} suspected gold-set error(s); excluding them "
                      f"Hit@1 {clean['hit@1']['mean']:.3f}, MRR {clean['mrr']['mean']:.3f}")
+        names = {"answer_elsewhere": "answer on another page",
+                 "disagrees_with_document": "gold answer disagrees with the document"}
         for item in data["label_audit"]["flagged"]:
-            lines.append(f"  {item['query_id']}: {item['note']}")
+            kind = names.get(item.get("category", ""), "suspected label error")
+            lines.append(f"  {item['query_id']} ({kind}): {item['note']}")
     counts = data["failures"]["counts"]
     lines.append(f"failures at k={data['failures']['k']}: " + ", ".join(f"{c} {n}" for c, n in counts.items()))
     if data["failures"].get("fp2_top_unit_holds_answer"):

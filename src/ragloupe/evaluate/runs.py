@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ragloupe.config import PROJECT_ROOT, Settings, get_settings
 from ragloupe.errors import GoldSetInvalid, RagloupeError, RunNotFound
 from ragloupe.evaluate import metrics as M
+from ragloupe.evaluate.audit import CATEGORIES as AUDIT_CATEGORIES
 from ragloupe.evaluate.audit import LabelAudit, audit_queries
 from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldset
 from ragloupe.evaluate.taxonomy import (
@@ -306,6 +308,8 @@ def build_report(sets: Sequence[GoldSet], results: list[dict], mode: str, ks: Se
         "label_audit": {"flagged": sorted([a.as_dict() for a in audits if a.flagged],
                                           key=lambda a: (a["goldset"], a["query_id"])),
                         "n_flagged": len(flagged),
+                        "by_category": dict(sorted(Counter(a.category for a in audits if a.flagged).items())),
+                        "categories": AUDIT_CATEGORIES,
                         "n_checked": sum(1 for a in audits if a.status_on_expected != "unchecked")},
         "queries": results,
     }
@@ -390,7 +394,8 @@ def _answer_one(query: GoldQuery, ranking: Ranking | None, settings: Settings, a
     context = dataclasses.replace(ranking, hits=ranking.hits[: int(settings.top_k)])
     generated = answer_fn(query.question, context, settings)
     context_text = "\n".join(p.chunk.text for p in getattr(generated, "passages", ()))
-    failure = classify_answer(query.expected_answer, query.answer_type, context_text, generated.text)
+    failure = classify_answer(query.expected_answer, query.answer_type, context_text, generated.text,
+                              question=query.question)
     return {"text": generated.text, "cited_units": list(getattr(generated, "cited_units", ())),
             "model": getattr(generated, "model", ""), "failure": failure.as_dict()}
 

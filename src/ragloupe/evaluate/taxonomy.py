@@ -16,14 +16,23 @@ from typing import Mapping, Sequence
 
 from ragloupe.numbers import content_tokens, key_quantities, match_answer, same_quantity
 
+# Barnett et al.'s meanings, each with how ragloupe decides it.
 TAXONOMY: dict[str, str] = {
-    "FP1": "missing content: no chunk of the expected unit is in the index",
-    "FP2": "missed top rank: indexed, but not in the top k",
-    "FP3": "not in context: the expected unit is retrieved, its answer text is not in the retrieved chunks",
-    "FP4": "not extracted: the answer is in the context but not in the generated answer",
-    "FP5": "wrong format: the answer is of another type than the gold answer (text for a number)",
-    "FP6": "incorrect specificity: a different value of the right type",
-    "FP7": "incomplete: only part of a multi-part answer",
+    "FP1": "missing content: the answer is not in the documents; here, no chunk of the expected unit "
+           "is in the index",
+    "FP2": "missed the top ranked documents: the answer is in a document that did not rank high enough; "
+           "here, indexed but not in the top k",
+    "FP3": "not in context: the document with the answer was retrieved but the answer did not make it "
+           "into the context; here, the expected unit is retrieved but its answer text is not in the "
+           "retrieved chunks",
+    "FP4": "not extracted: the answer is in the context but the model did not extract it (a refusal, "
+           "another figure or other content picked from noise or contradicting text)",
+    "FP5": "wrong format: the answer ignores the format the question asked for (a number, a percentage "
+           "or a list asked for and not given; a bare figure where a text answer was asked for)",
+    "FP6": "incorrect specificity: the answer is too general or too specific for the question (the gold "
+           "figure given at a coarser precision, e.g. about £49 million for £48.6 million, or at a finer "
+           "one than asked)",
+    "FP7": "incomplete: the answer is not wrong but misses part of what was asked that the context held",
     "HIT": "found (retrieval) or answered (generation)",
 }
 RETRIEVAL_CODES = ("FP1", "FP2", "FP3", "HIT")
@@ -115,27 +124,35 @@ def classify_retrieval(expected_units: Sequence[str], k: int, ranking: RankingVi
     return Failure("HIT", f"{_label(first_unit)} at rank {first_rank} with the answer in its chunks", details)
 
 
-def classify_answer(expected_answer: str, answer_type: str, context_text: str, generated: str) -> Failure:
-    """FP4, FP5, FP6, FP7 or HIT for a generated answer against the gold answer.
+def classify_answer(expected_answer: str, answer_type: str, context_text: str, generated: str,
+                    question: str = "") -> Failure:
+    """FP4, FP5, FP6, FP7 or HIT for a generated answer against the gold answer (see TAXONOMY).
 
-    Order of the checks: a complete answer is a HIT; part of it is FP7; a
-    refusal or an answer without the gold content is FP4 when the context held
-    the answer; a figure-less reply to a number question (or a bare figure for
-    a text question) is FP5; a different figure for a number question is FP6.
-    Anything else where the context never held the answer is NOT_ASSESSED:
-    that miss belongs to retrieval.
+    Order of the checks: a complete answer is a HIT; part of it, the rest being
+    in the context, is FP7; a refusal is FP4 when the context held the answer;
+    an answer that ignores the format asked for (by ``question`` or the gold
+    answer's type) is FP5; the gold figure at another precision is FP6; any
+    other answer without the gold content is FP4 when the context held it.
+    Anything else is NOT_ASSESSED: with the answer absent from the context,
+    the miss belongs to retrieval.
     """
     generated = generated or ""
     verdict = match_answer(expected_answer, generated, answer_type)
     if verdict.status == "found":
         return Failure("HIT", f"the answer gives {', '.join(verdict.found[:3]) or 'the gold answer'}",
                        {"found": list(verdict.found)})
+    context_match = match_answer(expected_answer, context_text, answer_type)
+    in_context = context_match.status != "absent"
     if verdict.status == "partial":
-        return Failure("FP7", f"the answer gives {', '.join(verdict.found[:3])} but not "
-                              f"{', '.join(verdict.missing[:3])}",
-                       {"found": list(verdict.found), "missing": list(verdict.missing)})
+        missing_in_context = [part for part in verdict.missing if part not in context_match.missing]
+        details = {"found": list(verdict.found), "missing": list(verdict.missing)}
+        if missing_in_context:
+            return Failure("FP7", f"the answer gives {', '.join(verdict.found[:3])} but not "
+                                  f"{', '.join(missing_in_context[:3])}, which the context holds", details)
+        return Failure(NOT_ASSESSED, f"the answer gives {', '.join(verdict.found[:3])}; the rest, "
+                                     f"{', '.join(verdict.missing[:3])}, is not in the context (a retrieval "
+                                     "miss)", details)
 
-    in_context = match_answer(expected_answer, context_text, answer_type).status != "absent"
     gold_figures = key_quantities(expected_answer)
     answer_figures = key_quantities(generated)
     refused = not generated.strip() or bool(_REFUSAL.search(generated))
@@ -147,20 +164,82 @@ def classify_answer(expected_answer: str, answer_type: str, context_text: str, g
                            details)
         return Failure(NOT_ASSESSED, "the model declined and the context lacks the gold answer "
                                      "(a retrieval miss)", details)
-    if answer_type == "number" and gold_figures and not answer_figures:
-        return Failure("FP5", "a number was asked for and the answer gives no figure", details)
-    if answer_type == "text" and answer_figures and not content_tokens(_without_figures(generated)):
-        return Failure("FP5", "a text answer was asked for and the answer is a bare figure", details)
-    if answer_type == "number" and gold_figures and answer_figures:
-        headline = gold_figures[0]
-        if not any(same_quantity(headline, f) for f in answer_figures):
-            return Failure("FP6", f"the answer gives {answer_figures[0].raw} where the gold answer is "
-                                  f"{headline.raw}",
-                           {**details, "given": [f.raw for f in answer_figures], "expected": headline.raw})
+    ignored = _format_ignored(question, expected_answer, answer_type, generated, gold_figures, answer_figures)
+    if ignored:
+        return Failure("FP5", ignored, {**details, "format": _format_asked(question, answer_type, gold_figures)})
+    if gold_figures and answer_figures:
+        specificity = _specificity(gold_figures[0], answer_figures)
+        if specificity:
+            return Failure("FP6", specificity[0], {**details, "given": specificity[1],
+                                                   "expected": gold_figures[0].raw})
     if in_context:
-        return Failure("FP4", "the context holds the gold answer but the generated answer does not carry it",
-                       {**details, "missing": list(verdict.missing)})
+        given = f" (it gives {answer_figures[0].raw})" if answer_figures else ""
+        return Failure("FP4", f"the context holds the gold answer but the generated answer does not carry "
+                              f"it{given}", {**details, "missing": list(verdict.missing),
+                                             "given": [f.raw for f in answer_figures]})
     return Failure(NOT_ASSESSED, "the context lacks the gold answer (a retrieval miss)", details)
+
+
+_ASKS_PERCENT = re.compile(r"\bpercent(?:age)?s?\b|\bper ?cent\b|%", re.IGNORECASE)
+_ASKS_LIST = re.compile(r"^\s*(?:list|name|enumerate)\b|\bwhich (?:\w+ ){0,3}(?:were|are)\b", re.IGNORECASE)
+
+
+def _format_asked(question: str, answer_type: str, gold_figures: Sequence) -> str:
+    """'percentage', 'list', 'number' or 'text': the form the question asks the answer to take."""
+    if _ASKS_PERCENT.search(question) or (answer_type == "number" and gold_figures and gold_figures[0].percent):
+        return "percentage"
+    if _ASKS_LIST.search(question):
+        return "list"
+    return "number" if answer_type == "number" and gold_figures else "text"
+
+
+def _format_ignored(question: str, expected_answer: str, answer_type: str, generated: str,
+                    gold_figures: Sequence, answer_figures: Sequence) -> str:
+    """Why the answer ignores the format asked for, or "" when it does not."""
+    asked = _format_asked(question, answer_type, gold_figures)
+    if asked == "percentage" and not any(f.percent for f in answer_figures):
+        given = f"{answer_figures[0].raw}" if answer_figures else "no figure"
+        return f"a percentage was asked for and the answer gives {given}"
+    if asked in ("number", "percentage") and not answer_figures:
+        return "a number was asked for and the answer gives no figure"
+    if asked == "list" and len(_items(expected_answer)) > 1 and len(_items(generated)) < 2:
+        return "a list was asked for and the answer gives a single item"
+    if answer_type == "text" and answer_figures and not content_tokens(_without_figures(generated)):
+        return "a text answer was asked for and the answer is a bare figure"
+    return ""
+
+
+def _items(text: str) -> list[str]:
+    return [part for part in re.split(r",|;|\band\b|\n|•", text) if part.strip()]
+
+
+def _specificity(gold, answer_figures: Sequence) -> tuple[str, list[str]] | None:
+    """(why, given) when an answer figure is the gold figure at another precision:
+    coarser (too general: £49 million for £48.6 million) or finer than the gold
+    answer gives (too specific: £48,612 thousand for £48.6 million)."""
+    gold_step = _step(gold)
+    for figure in answer_figures:
+        if figure.percent != gold.percent or same_quantity(gold, figure):
+            continue
+        step = _step(figure)
+        gap = abs(figure.scaled - gold.scaled)
+        if step > gold_step and gap <= step / 2:
+            return (f"too general: the answer gives {figure.raw} where the gold answer is {gold.raw}",
+                    [figure.raw])
+        if step < gold_step and gap <= gold_step / 2:
+            return (f"too specific: the answer gives {figure.raw} where the gold answer is {gold.raw}",
+                    [figure.raw])
+    return None
+
+
+def _step(q) -> float:
+    """What the last written digit of a figure stands for: £48.6 million -> 100,000; 18,000 -> 1,000."""
+    number = re.search(r"\d[\d,]*(?:\.\d+)?", q.raw).group(0).replace(",", "")
+    if "." in number:
+        unit = 10 ** -len(number.split(".")[1])
+    else:
+        unit = 10 ** (len(number) - len(number.rstrip("0"))) if number.strip("0") else 1
+    return unit * q.scale
 
 
 def _missed_top_rank(indexed: Sequence[str], ranks: Mapping[str, int], k: int, ranking: RankingView) -> Failure:
