@@ -9,7 +9,7 @@ sets, taken round-robin across the three reports, are answered with the
 embedded backend. Reported: the share of answers with at least one
 citation, with a resolved citation, with a citation chosen by constrained
 decoding (the base model writes none itself; see generate/answer.py; with a
-single gold passage that choice is trivially passage 1), saying the context lacks the answer,
+single gold passage nothing is picked), saying the context lacks the answer,
 the groundedness screen's verdicts, the share whose text holds the gold
 figure (ragloupe.numbers.match_answer), and seconds per answer (with the
 load average beside it: on a shared machine it moves).

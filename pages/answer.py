@@ -96,10 +96,10 @@ with page_errors():
                          help=f"{checked.n_checkable_sentences} of {checked.n_sentences}")
         cited_col.metric("Cited units", len(result.cited_units))
         if result.citation_method == "constrained decoding":
-            st.warning("The model cited nothing itself: the citation was chosen by constrained "
+            st.warning("The model cited nothing itself: the citation was picked by constrained "
                        "decoding (the passage number the model finds most likely after its "
-                       "answer). With the tiny embedded model this choice leans on passage "
-                       "order, so treat it as weak evidence.")
+                       "answer). A picked citation is a guess, not evidence: the screen above "
+                       "ignores it.")
         if checked.tokens:
             st.dataframe(pd.DataFrame([{
                 "token": t.token, "kind": t.kind, "verdict": t.verdict,

@@ -21,11 +21,10 @@ supported by passage [") and scores each allowed continuation ("1]", "2]",
 sampling. The prompt is read once; each option only extends a copy of
 the cached prefix. The most likely option is returned with every score, so a caller can
 refuse a choice that does not stand out (answer.py does) and a person can see
-how clear the choice was. Treat such a citation as weak evidence: on three
-Grampian questions with the gold page and one other page, the 270M model
-picked passage 1 whichever page it was (gold first: 3/3 right; other page
-first: 0/3 right, one withheld for a near tie), and its scores after the
-answer were within 0.2 nats of its scores after "N/A" (2026-11-29).
+how clear the choice was. Such a citation is a guess, never evidence:
+generate.answer marks it ``picked`` and the groundedness screen ignores it.
+benchmarks/citation_order.py measures whether the pick follows the content
+or the passage order.
 """
 
 from __future__ import annotations
