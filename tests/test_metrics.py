@@ -69,6 +69,15 @@ def test_mrr_is_the_mean_reciprocal_rank_over_queries():
     assert result["hit@3"].mean == pytest.approx(2 / 3)
 
 
+def test_mrr_is_reported_at_every_k_of_a_sweep():
+    per_query = [query_metrics(RANKED, {"d#p5"}, [1, 3, 5]),   # first relevant at rank 1
+                 query_metrics(RANKED, {"d#p9"}, [1, 3, 5])]   # first relevant at rank 3
+    result = aggregate(per_query, [1, 3, 5], seed=1)
+    assert result["mrr@1"].mean == pytest.approx((1 + 0) / 2)
+    assert result["mrr@3"].mean == pytest.approx((1 + 1 / 3) / 2)
+    assert result["mrr@5"].mean == pytest.approx(result["mrr"].mean)
+
+
 def test_confidence_interval_brackets_the_mean():
     per_query = [query_metrics(RANKED, {unit}, [1]) for unit in ["d#p5", "d#p2", "d#p5", "d#p40"] * 5]
     hit1 = aggregate(per_query, [1], seed=3)["hit@1"]

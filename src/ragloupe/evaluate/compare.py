@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragloupe.errors import RagloupeError
-from ragloupe.evaluate.metrics import metric_names
+from ragloupe.evaluate.metrics import mean_label, metric_names
 from ragloupe.evaluate.runs import BOOTSTRAP_SEED, FLOAT_DIGITS, RunReport
 from ragloupe.evaluate.stats import paired_bootstrap_ci, paired_permutation_p
 
@@ -73,7 +73,7 @@ def compare(run_a: RunReport, run_b: RunReport) -> Comparison:
     for name in names:
         a = [float(queries_a[key]["metrics"][name]) for key in shared]
         b = [float(queries_b[key]["metrics"][name]) for key in shared]
-        label = "mrr" if name == "rr" else name
+        label = mean_label(name)
         p = paired_permutation_p(b, a, seed=BOOTSTRAP_SEED)
         low, high = paired_bootstrap_ci(b, a, seed=BOOTSTRAP_SEED)
         mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)

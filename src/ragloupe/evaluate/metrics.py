@@ -65,7 +65,8 @@ def ndcg_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
 
 
 def query_metrics(ranked: Sequence[str], relevant: Iterable[str], ks: Sequence[int]) -> dict[str, float]:
-    """All metrics of one query: hit@k, recall@k, ndcg@k for each k, and rr (cut at max k)."""
+    """All metrics of one query: hit@k, recall@k, ndcg@k and rr@k (the reciprocal rank cut
+    at k) for each k, and rr (cut at the largest k), so a sweep reports MRR at every k."""
     ranked = dedupe(ranked)
     relevant = tuple(relevant)
     out: dict[str, float] = {}
@@ -74,12 +75,20 @@ def query_metrics(ranked: Sequence[str], relevant: Iterable[str], ks: Sequence[i
         out[f"recall@{k}"] = recall_at(ranked, relevant, k)
         out[f"ndcg@{k}"] = ndcg_at(ranked, relevant, k)
     out["rr"] = reciprocal_rank(ranked, relevant, cutoff=max(ks))
+    for k in ks:
+        out[f"rr@{k}"] = reciprocal_rank(ranked, relevant, cutoff=k)
     return out
 
 
 def metric_names(ks: Sequence[int]) -> list[str]:
+    """Per-query metric names; rr@k come last so the older names keep their positions."""
     names = [f"{name}@{k}" for name in ("hit", "recall", "ndcg") for k in ks]
-    return names + ["rr"]
+    return names + ["rr"] + [f"rr@{k}" for k in ks]
+
+
+def mean_label(name: str) -> str:
+    """A per-query metric's name as a mean over queries: rr -> mrr, rr@5 -> mrr@5."""
+    return "m" + name if name == "rr" or name.startswith("rr@") else name
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,7 @@ def aggregate(per_query: Sequence[Mapping[str, float]], ks: Sequence[int], seed:
     out: dict[str, Estimate] = {}
     for name in metric_names(ks):
         values = [float(q[name]) for q in per_query]
-        label = "mrr" if name == "rr" else name
+        label = mean_label(name)
         if not values:
             out[label] = Estimate(0.0, None, None, 0)
             continue
