@@ -45,6 +45,8 @@ with page_errors():
         st.warning(problem)
         st.stop()
 
+    if not qualities:
+        st.caption("No quality picked: chunks of every quality are shown.")
     filters = search_filters(documents, page_from, page_to, qualities)
     selection = get_selection(settings, filters, text, tuple(kinds) if kinds else None)
     matching, clean, degraded = st.columns(3)

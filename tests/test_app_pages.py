@@ -411,7 +411,8 @@ def test_broken_index_shows_a_message_not_a_traceback(settings):
     manifest = settings.path("index_dir") / "manifest.json"
     manifest.write_text("{not json", encoding="utf-8")
     app = run_page("chunk_explorer")
-    assert any("--rebuild" in e.value for e in app.error)
+    assert any("rebuild it on the Index page" in e.value for e in app.error)
+    assert not any("--" in e.value for e in app.error)
 
 
 def test_embeddings_page_places_the_query_and_its_hits(app_env):

@@ -112,10 +112,10 @@ def _settle(page, timeout_s: float = 300) -> None:
     raise AssertionError(f"the app was still running after {timeout_s:.0f} s")
 
 
-def _shot(page, name: str) -> Path:
+def _shot(page, name: str, full_page: bool = True) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
 
 
@@ -130,16 +130,77 @@ def _pick(page, label: str, option: str) -> None:
 
 def test_workbench_flows_in_a_real_browser(app_server, browser_page, demo_index):
     url, dirs = app_server
+    requests: list[str] = []
+    browser_page.on("request", lambda request: requests.append(request.url))
     try:
         _walk_the_flows(browser_page, url, dirs, demo_index)
     except BaseException:
         _shot(browser_page, "failure")  # what the page showed when it went wrong
         raise
+    # Nothing the pages load may leave the machine: every request goes to the app itself.
+    outside = sorted({r for r in requests if not r.startswith((url, "data:", "blob:"))})
+    assert outside == []
+
+
+def _grid_rows(page) -> list[dict[str, str]]:
+    """The comparison table's rows as the grid's accessible cells give them (raw values)."""
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    headers = [h.strip() for h in grid.locator("th").all_inner_texts()]
+    rows = []
+    for row in grid.locator('tbody [role="row"]').all():
+        cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+        rows.append(dict(zip(_unique(headers[-len(cells):]), cells)))
+    return rows
+
+
+def _unique(headers: list[str]) -> list[str]:
+    """Headers repeat per mode ("dense #" in each group): number the repeats."""
+    seen: dict[str, int] = {}
+    out = []
+    for header in headers:
+        seen[header] = seen.get(header, 0) + 1
+        out.append(header if seen[header] == 1 else f"{header} {seen[header]}")
+    return out
+
+
+def _progress_texts(page, done, timeout_s: float = 240) -> list[str]:
+    """Every text the page's progress bar showed until ``done()`` holds."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not done():
+        bars = page.locator('[data-testid="stProgress"]')
+        if bars.count():
+            try:
+                text = bars.first.inner_text(timeout=1000).strip()
+            except Exception:  # the bar went away between count() and inner_text()
+                text = ""
+            if text and (not seen or seen[-1] != text):
+                seen.append(text)
+        page.wait_for_timeout(150)
+    return seen
+
+
+def _chosen(page, label: str) -> str:
+    """The option a Streamlit selectbox shows as chosen (its input holds the text)."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+    inputs = box.locator("input")
+    return (inputs.first.input_value() if inputs.count() else "") or box.inner_text()
+
+
+def _big_records(n: int) -> bytes:
+    """A records file long enough to be embedded in several slices (EMBED_SLICE texts each)."""
+    lines = ["id,title,text"] + [f"N-{i},Inspection {i},\"Pump seal {i} on transfer line {i % 7} "
+                                 f"was inspected after {100 + i} running hours.\"" for i in range(n)]
+    return ("\n".join(lines) + "\n").encode()
 
 
 def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index) -> None:
     from ragloupe.evaluate.goldset import load_goldset
+    from ragloupe.evaluate.runs import evaluate
+    from ragloupe.index.pipeline import EMBED_SLICE
     from ragloupe.index.store import open_store
+    from ragloupe.retrieve.search import search
+    from ragloupe.ui.tables import ABSENT_RANK, run_label
 
     gold = load_goldset(PROJECT_ROOT / "data/benchmarks/grampian/eval" / f"{QUESTION_DOC}.eval.json")
     question = gold.queries[0]
@@ -155,54 +216,101 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index) -> None:
     _settle(page)
     metric = page.locator('[data-testid="stMetric"]').filter(has_text="Matching chunks")
     assert metric.locator('[data-testid="stMetricValue"]').inner_text().strip() == f"{expected:,}"
-    page.locator('[data-testid="stExpander"] summary').first.click()
-    _settle(page)
     _shot(page, "chunk_explorer")
 
-    # 2. Search and compare three modes in one table, with the gold page marked.
+    # 2. Search and compare three modes in one table: each row's ranks are the pipeline's.
     _open(page, url, "Search & compare")  # the default page lives at /
     page.get_by_label("Question", exact=True).fill(question.question)
     page.get_by_role("button", name="Search").click()
     page.locator('[data-testid="stDataFrame"]').first.wait_for()
     _settle(page)
-    assert page.get_by_text("Gold question").count() >= 1
-    tabs = page.get_by_role("tab").all_inner_texts()
-    assert [t.strip() for t in tabs] == ["dense", "bm25", "hybrid"]
-    _shot(page, "search_compare")
-    # A hit opened on its full text, query terms marked; each engine's rank in its label.
-    hit = page.locator('[data-testid="stExpander"] summary').filter(has_text="bm25").first
-    assert "dense" in hit.inner_text()
-    hit.click()
+    assert page.get_by_text(f"Gold question {question.query_id}").count() == 1
+    modes = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
+    assert modes == ["dense", "bm25", "hybrid"]
+    rankings = {mode: search(question.question, mode=mode, k=demo_index.candidate_window,
+                             settings=demo_index, explain=True) for mode in modes}
+    rows = _grid_rows(page)
+    assert len(rows) >= 10
+    for row in rows:
+        unit = f"{row['doc']}#p{row['page']}"
+        assert (row["gold"] == "★") == (unit in question.expected_units)
+        for mode in modes:
+            shown = row.get(f"{mode}: rank")
+            if shown is None:  # the column is scrolled out of the grid's view
+                continue
+            page_hit = next((p for p in rankings[mode].pages if p.unit == unit), None)
+            held = page_hit and any(h.chunk.unit == unit for h in rankings[mode].hits)
+            assert int(shown) == (page_hit.rank if held else ABSENT_RANK), (unit, mode)
+    page.get_by_text(f"Gold question {question.query_id}").evaluate(
+        "element => element.scrollIntoView({block: 'start'})")
+    _shot(page, "search_compare", full_page=False)
+    # A hit's label carries each engine's rank; a row of the table opens its chunk.
+    labels = page.locator('[data-testid="stExpander"] summary').filter(has_text="bm25")
+    assert "dense" in labels.first.inner_text()
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection box
+    page.get_by_text(f"{modes[0]}: #").first.wait_for()
+    _settle(page)
     page.locator("mark").first.wait_for()
-    _shot(page, "search_hit_detail")
+    page.get_by_text(f"{modes[0]}: #").first.evaluate(
+        "element => element.scrollIntoView({block: 'center'})")
+    _shot(page, "search_hit_detail", full_page=False)
 
-    # 3. Incremental re-index: upload a records file, see it planned as new, run, see the summary.
+    # 3. State across navigation: the question goes to Answer, and Search keeps its result.
+    page.get_by_role("button", name="Send to Answer").click()
+    page.get_by_role("heading", name="Answer", exact=True).wait_for()
+    _settle(page)
+    assert page.get_by_label("Question", exact=True).input_value() == question.question
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Search & compare").click()
+    page.locator('[data-testid="stDataFrame"]').first.wait_for()
+    _settle(page)
+    assert page.get_by_label("Question", exact=True).input_value() == question.question
+    assert len(_grid_rows(page)) == len(rows)
+    page.get_by_role("button", name="Show on the map").click()
+    page.get_by_role("heading", name="Embeddings").wait_for()
+    page.get_by_text("hits (hybrid) ringed").wait_for()
+    _settle(page)
+    _shot(page, "embeddings")
+
+    # 4. Incremental re-index of a file embedded in several slices: the bar moves within it.
     _open(page, f"{url}/index_manage", "Index")
     page.get_by_text("Add files to the raw folder").click()
     page.locator('input[type="file"]').set_input_files(
-        files=[{"name": "../pump_notes.csv", "mimeType": "text/csv",
-                "buffer": UPLOADED_RECORDS.encode()}])
+        files=[{"name": "../inspections.csv", "mimeType": "text/csv",
+                "buffer": _big_records(EMBED_SLICE * 2 + 40)}])
     page.get_by_role("button", name="Save to the raw folder").click()
-    page.get_by_text("Saved pump_notes.csv").wait_for()
+    page.get_by_text("Saved inspections.csv").wait_for()
     _settle(page)
-    assert (dirs["raw"] / "pump_notes.csv").exists()
+    assert (dirs["raw"] / "inspections.csv").exists()
     new_metric = page.locator('[data-testid="stMetric"]').filter(has_text="New").first
     assert new_metric.locator('[data-testid="stMetricValue"]').inner_text().strip() == "1"
     page.get_by_role("button", name="Run incremental re-index").click()
-    page.get_by_role("heading", name="Last run").wait_for()
+    last_run = page.get_by_role("heading", name="Last run")
+    texts = _progress_texts(page, lambda: last_run.count() > 0)
     _settle(page)
-    last_run = page.locator('[data-testid="stMetric"]').filter(has_text="Chunks added").first
-    assert int(last_run.locator('[data-testid="stMetricValue"]').inner_text().replace(",", "")) >= 2
+    within = [t for t in texts if "% of this file embedded" in t]
+    shares = {int(t.split("% of this file")[0].rsplit(" ", 1)[-1]) for t in within}
+    assert any(0 < share < 100 for share in shares), texts
+    added = page.locator('[data-testid="stMetric"]').filter(has_text="Chunks added").first
+    assert int(added.locator('[data-testid="stMetricValue"]').inner_text().replace(",", "")) >= 2
     _shot(page, "index_reindex")
 
-    # 4. Embeddings: the map is drawn and says how many chunks it shows.
-    _open(page, f"{url}/embeddings", "Embeddings")
-    page.locator(".js-plotly-plot").first.wait_for()
-    assert page.get_by_text("PCA of").count() >= 1
-    page.get_by_label("Place a query on the map (optional)").fill(question.question)
-    page.get_by_role("button", name="Place").click()
-    page.get_by_text("hits (hybrid) ringed").wait_for()
+    # 5. Compare defaults to the newest runs, also for a run made after the page was opened.
+    natech = PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json"
+    runs_settings = demo_index.replace(runs_dir=dirs["runs"])
+    first, second = (evaluate([natech], mode=mode, ks=[1, 3], settings=runs_settings)
+                     for mode in ("bm25", "dense"))
+    _open(page, f"{url}/evaluation", "Evaluation")
+    assert _chosen(page, "Run B") == run_label(second)
+    third = evaluate([natech], mode="hybrid", ks=[1, 3], settings=runs_settings)
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Run info").click()
+    page.get_by_role("heading", name="Run info").wait_for()
     _settle(page)
-    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
-    _shot(page, "embeddings")
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Evaluation").click()
+    page.get_by_role("heading", name="Evaluation").wait_for()
+    _settle(page)
+    assert _chosen(page, "Run B") == run_label(third)
+    assert _chosen(page, "Run A") == run_label(second) != run_label(first)
     assert not page.locator('[data-testid="stException"]').count()

@@ -58,7 +58,8 @@ def get_store(settings: Settings):
     return store
 
 
-@st.cache_resource(show_spinner="Loading the embedding model…", max_entries=2)
+@st.cache_resource(show_spinner="Loading the embedding model (once after the app starts: about "
+                               "10–20 s on 2 cores)…", max_entries=2)
 def _embedder(key: str, _settings: Settings):
     from ragloupe.index.embedder import get_embedder
 
@@ -70,7 +71,8 @@ def get_embedder(settings: Settings):
     return _embedder(model_key(settings), settings)
 
 
-@st.cache_resource(show_spinner="Projecting the chunk embeddings…", max_entries=4)
+@st.cache_resource(show_spinner="Fitting the 2-D map of the chunks (once per index and method: "
+                               "UMAP takes 30–60 s on 2 cores, PCA a few seconds)…", max_entries=4)
 def _projection(key: str, fingerprint: str, method: str, max_points: int, seed: int,
                 _settings: Settings):
     from ragloupe.diagnostics.projections import project_index

@@ -8,6 +8,7 @@ from BaseException and passes through untouched.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,13 +24,30 @@ def bug_message(exc: BaseException, where: object) -> str:
             f"the details are in {where}. Reload the page to try again.")
 
 
+# Pipeline errors speak to the command line; in the app the same advice names the page.
+_APP_WORDS = (
+    (re.compile(r"run `ragloupe index --rebuild`"), "rebuild it on the Index page"),
+    (re.compile(r"run `ragloupe index[^`]*` first"), "index files on the Index page first"),
+    (re.compile(r"`ragloupe index[^`]*`"), "the Index page"),
+    (re.compile(r" ?\(run with --answers\)"), " (that needs an evaluation with answers)"),
+    (re.compile(r"--k takes"), "k takes"),
+)
+
+
+def app_message(message: str) -> str:
+    """A pipeline error's message with command-line advice put in the app's terms."""
+    for pattern, words in _APP_WORDS:
+        message = pattern.sub(words, message)
+    return message
+
+
 @contextmanager
 def page_errors() -> Iterator[None]:
     """Wrap a page body (or one action in it) so errors become st.error messages."""
     try:
         yield
     except RagloupeError as exc:
-        st.error(str(exc))
+        st.error(app_message(str(exc)))
     except Exception as exc:  # a bug: keep the traceback off the screen
         st.error(bug_message(exc, log_exception(exc)))
 

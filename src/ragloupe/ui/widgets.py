@@ -129,11 +129,12 @@ def run_with_progress(work, label: str = "Indexing…"):
 
 def index_summary(summary) -> None:
     """An IndexSummary: what changed, what was left out and why, what failed."""
-    cols = st.columns(4)
+    cols = st.columns(5)
     cols[0].metric("New", len(summary.new))
     cols[1].metric("Modified", len(summary.modified))
     cols[2].metric("Unchanged", len(summary.unchanged))
-    cols[3].metric("Deleted", len(summary.deleted))
+    cols[3].metric("Refused", len(summary.errors), help="not indexed: the reasons are below")
+    cols[4].metric("Deleted", len(summary.deleted))
     cols = st.columns(4)
     cols[0].metric("Pages indexed", f"{summary.pages_indexed:,}")
     cols[1].metric("Pages excluded", f"{summary.pages_excluded:,}")
