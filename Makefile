@@ -15,7 +15,7 @@ DEMO_SOURCES := data/benchmarks/grampian/pdf data/benchmarks/natech/guidance.csv
 # apt when missing and possible (root or sudo), else ragloupe says "needs OCR" for scans.
 ocr-engine:
 	@command -v tesseract >/dev/null 2>&1 || { \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
 	  ($$SUDO apt-get update -q >/dev/null && \
 	   DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q tesseract-ocr >/dev/null) || \
 	  echo "warning: could not install tesseract-ocr; scanned pages will not be OCR'd" >&2; }
