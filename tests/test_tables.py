@@ -89,7 +89,8 @@ def test_table_chunk_text_round_trips_to_the_same_cells(statement_docs, embedder
 def test_rows_strategy_packs_whole_rows_within_the_chunk_budget(statement_docs, embedder, settings):
     page = statement_docs[True].pages[1]
 
-    chunks = chunk_document(statement_docs[True], embedder.tokenizer, settings, embedder.max_seq_length)
+    rows = settings.replace(table_strategy="rows")
+    chunks = chunk_document(statement_docs[True], embedder.tokenizer, rows, embedder.max_seq_length)
 
     pieces = [c for c in chunks if c.kind == "table" and c.page == page.page]
     assert len(pieces) > 1
