@@ -2,6 +2,7 @@
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -29,6 +30,11 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP) ocr-engine
 
+# The test tools (pytest, playwright) are not runtime dependencies: requirements-test.txt.
+$(TEST_STAMP): $(STAMP) requirements-test.txt
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $(TEST_STAMP)
+
 index: install
 	$(VENV)/bin/ragloupe index --if-empty $(DEMO_SOURCES)
 
@@ -38,7 +44,7 @@ run: install
 		--server.headless true --browser.gatherUsageStats false --server.fileWatcherType none \
 		-- --index-if-empty $(DEMO_SOURCES)
 
-test: install
+test: install $(TEST_STAMP)
 	$(PY) -m pytest -q
 
 bench: install

