@@ -153,3 +153,19 @@ def test_logging_an_error_never_fails_on_invalid_settings(monkeypatch):
 
     monkeypatch.setenv("RAGLOUPE_TOP_K", "ten")
     assert log_exception(RuntimeError("boom")).name == "ragloupe.log"
+
+
+@pytest.mark.parametrize("argv", [["search", "q", "--set", "top_k=zero"],
+                                  ["eval", "missing.json", "--set", "top_k=zero"]])
+def test_a_bad_set_value_is_one_line_and_exit_2_in_every_command(argv, capsys):
+    from ragloupe.cli import main
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == ["ragloupe: --set: top_k='zero': wants a whole number >= 1"]
+
+
+def test_a_set_item_without_a_value_is_refused(capsys):
+    from ragloupe.cli import main
+
+    assert main(["search", "q", "--set", "top_k"]) == 2
+    assert "--set wants NAME=VALUE, got 'top_k'" in capsys.readouterr().err

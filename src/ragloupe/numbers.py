@@ -141,7 +141,7 @@ def key_quantities(answer: str, keep_years: bool = False) -> list[Quantity]:
     """
     keys: list[Quantity] = []
     for q in extract_quantities(answer):
-        if not keep_years and _looks_like_year(q):
+        if not keep_years and is_year(q):
             continue
         if any(same_quantity(q, k) for k in keys):
             continue
@@ -224,7 +224,9 @@ def _canonical(value: float) -> float:
     return round(value, digits)
 
 
-def _looks_like_year(q: Quantity) -> bool:
+def is_year(q: Quantity) -> bool:
+    """A bare four-digit figure from 1900 to 2100 ("2021" of "2021/22"): a date, not an amount.
+    The one year rule of the package (answer matching, the groundedness screen)."""
     if q.currency or q.percent or q.scale != 1.0 or "," in q.raw or "." in q.raw:
         return False
     if not (1900 <= q.value <= 2100):

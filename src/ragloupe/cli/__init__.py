@@ -12,7 +12,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ragloupe.config import bootstrap_environment
 
@@ -51,6 +51,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def settings_with_overrides(items: Sequence[str]):
+    """The settings in force with each ``--set NAME=VALUE`` applied (every command's one
+    parser for them); a malformed item or a bad value is one SettingsInvalid line."""
+    from ragloupe.config import get_settings
+    from ragloupe.errors import SettingsInvalid
+
+    changes = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise SettingsInvalid(f"--set wants NAME=VALUE, got {item!r}")
+        changes[name.strip()] = value.strip()
+    settings = get_settings()
+    try:
+        return settings.replace(**changes) if changes else settings
+    except SettingsInvalid as exc:
+        raise SettingsInvalid(f"--set: {exc}") from None
 
 
 def check_settings() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from ragloupe.cli import CommandResult, add_json_flag
+from ragloupe.cli import CommandResult, add_json_flag, settings_with_overrides
 from ragloupe.config import Settings, get_settings
 from ragloupe.errors import RagloupeError
 
@@ -53,17 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def settings_with(overrides: Sequence[str]) -> Settings:
-    settings = get_settings()
-    changes = {}
-    for item in overrides:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise BadOption(f"--set wants NAME=VALUE, got {item!r}")
-        changes[name.strip()] = value.strip()
-    try:
-        return settings.replace(**changes) if changes else settings
-    except (TypeError, ValueError) as exc:
-        raise BadOption(f"--set: {exc}") from None
+    """The settings with ``--set`` overrides applied (ragloupe.cli.settings_with_overrides)."""
+    return settings_with_overrides(overrides)
 
 
 def handle_eval(args: argparse.Namespace) -> CommandResult:

@@ -15,8 +15,7 @@ import argparse
 import re
 from typing import Any, Sequence
 
-from ragloupe.cli import CommandResult, add_json_flag
-from ragloupe.config import get_settings
+from ragloupe.cli import CommandResult, add_json_flag, settings_with_overrides
 from ragloupe.models import EngineScore, Hit, Ranking
 
 ABSENT = "—"
@@ -43,18 +42,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=handle)
 
 
-def parse_overrides(items: Sequence[str]) -> dict[str, str]:
-    from ragloupe.retrieve.search import InvalidSearch
-
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise InvalidSearch(f"--set wants NAME=VALUE, got {item!r}")
-        out[name.strip()] = value.strip()
-    return out
-
-
 def parse_pages(text: str | None) -> tuple[int | None, int | None] | None:
     from ragloupe.retrieve.search import InvalidSearch
 
@@ -72,11 +59,7 @@ def parse_pages(text: str | None) -> tuple[int | None, int | None] | None:
 def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.retrieve.search import InvalidSearch, ranking_to_dict, search
 
-    overrides = parse_overrides(args.overrides)
-    try:
-        settings = get_settings().replace(**overrides) if overrides else get_settings()
-    except (TypeError, ValueError) as exc:
-        raise InvalidSearch(f"bad --set: {exc}") from None
+    settings = settings_with_overrides(args.overrides)
     filters = {"doc_ids": args.doc, "pages": parse_pages(args.pages), "quality": args.quality}
     filters = {key: value for key, value in filters.items() if value}
     if args.compare:

@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass
 from itertools import permutations
 from typing import Any, Iterable, Literal, Sequence
 
-from ragloupe.numbers import Quantity, extract_quantities, same_quantity
+from ragloupe.numbers import Quantity, extract_quantities, is_year, same_quantity
 
 Verdict = Literal["NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "UNVERIFIABLE"]
 # Worst first: the answer's verdict is its worst token's.
@@ -207,8 +207,8 @@ def _unit_after(text: str, end: int) -> str:
 def _is_checkable(q: Quantity, unit: str) -> bool:
     if q.currency or q.percent or q.scale != 1.0 or unit:
         return not (unit in {"year", "day", "h", "s", "min"} and q.value < 10 and "." not in q.raw)
-    if 1900 <= q.value <= 2100 and "," not in q.raw and "." not in q.raw:
-        return False  # a year
+    if is_year(q):
+        return False
     return "," in q.raw or "." in q.raw
 
 
