@@ -7,6 +7,7 @@ import streamlit as st
 from ragloupe.diagnostics.comparison import comparison_rows
 from ragloupe.diagnostics.gold import (gold_questions_by_document, gold_units, match_question,
                                        similar_questions)
+from ragloupe.retrieve.query_analysis import describe
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, get_store,
@@ -169,6 +170,8 @@ with page_errors():
                               flags=re.IGNORECASE) or "no LLM answered"
                 column.text(f"Rewrite used: {ranking.rewrite}" if ranking.rewrite_used
                             else f"Rewrite not used: {note}")
+            if ranking.query_analysis:  # the period read, and the year's report it searched
+                column.text("Query analysis: " + describe(ranking.query_analysis))
 
         rows = comparison_rows(rankings, level=level, k=k, gold_units=gold)
         one_doc = len({row.doc_id for row in rows}) <= 1

@@ -39,6 +39,7 @@ def test_every_written_form_of_a_fiscal_year_is_the_same_period(question):
     "Were 2021 staff redeployed?",
     "What does ISO 2021 cover?",
     "How many beds were open?",
+    "How much will the population grow over the 25-year period from 2012?",
 ])
 def test_a_bare_number_names_no_period(question):
     assert analyze(question).periods == ()
@@ -113,6 +114,8 @@ def test_prefer_period_leaves_scores_alone_without_a_period():
     periods = [Period(2021, 2022), FY_2020_21, None]
     same, matches = prefer_period(analyze("How many beds were open?"), periods, scores, 1.0)
     assert same == scores and matches == [0.0, 0.0, 0.0]
+    one_document, _ = prefer_period(analyze("How many beds in 2020/21?"), [FY_2020_21] * 3, scores, 1.0)
+    assert one_document == scores
     boosted, matches = prefer_period(analyze("How many beds in 2020/21?"), periods, scores, 1.0)
     assert matches == [0.0, 1.0, 0.0]
     assert max(range(3), key=boosted.__getitem__) == 1
@@ -130,6 +133,18 @@ def test_document_period_of_each_demo_report(demo_index):
     assert found["Grampian-2022-2023"].period == Period(2022, 2023)
     assert "year ended 31 march 2021" in found["Grampian-2020-2021"].evidence
     assert found["guidance"].period is None
+
+
+def test_whole_index_question_goes_to_its_years_report(demo_index):
+    """Real reports: a question naming its year is answered from that year's report only."""
+    question = "What was the Core Capital Resource Limit for the year ended 31 March 2022?"
+    ranking = search(question, k=10, settings=demo_index, query_analysis=True, period_filter=True)
+    assert ranking.filters["doc_ids"] == ["Grampian-2021-2022"]
+    assert {h.chunk.doc_id for h in ranking.hits} == {"Grampian-2021-2022"}
+    assert all(h.doc_period == "2021/22" and h.period_match == 1.0 for h in ranking.hits)
+    undated = search("What is a Natech accident?", k=10, settings=demo_index,
+                     query_analysis=True, period_filter=True)
+    assert "doc_ids" not in undated.filters and undated.hits[0].chunk.doc_id == "guidance"
 
 
 def test_document_period_ignores_the_name_when_text_says_otherwise():
@@ -168,11 +183,12 @@ def _rank(ranking, chunk_id: str) -> int:
     "How much in efficiency savings was delivered in 2020/21?",
     "How much in efficiency savings was delivered in the year ended 31 March 2021?",
 ])
-def test_search_prefers_the_report_of_the_named_year(two_years, question):
-    plain = search(question, "hybrid", 6, settings=two_years)
+def test_period_boost_prefers_the_report_of_the_named_year(two_years, question):
+    plain = search(question, "hybrid", 6, settings=two_years, query_analysis=False)
     assert plain.hits[0].chunk.chunk_id == "board-b-p2"  # the wrong year wins on words
     assert plain.hits[0].period_match is None and plain.query_analysis == {}
-    analysed = search(question, "hybrid", 6, settings=two_years, query_analysis=True, period_boost=1.0)
+    analysed = search(question, "hybrid", 6, settings=two_years, query_analysis=True,
+                      period_filter=False, period_boost=1.0)
     top = analysed.hits[0]
     assert top.chunk.doc_id == "board-a"
     assert _rank(analysed, "board-a-p2") < _rank(analysed, "board-b-p2")
@@ -181,11 +197,36 @@ def test_search_prefers_the_report_of_the_named_year(two_years, question):
     assert "period" in analysed.timings and "query_analysis" in analysed.timings
 
 
+def test_period_filter_searches_only_the_report_of_the_named_year(two_years):
+    ranking = search("How much in efficiency savings was delivered in 2020/21?", "hybrid", 6,
+                     settings=two_years, query_analysis=True, period_filter=True)
+    assert ranking.filters["doc_ids"] == ["board-a"]
+    assert ranking.query_analysis["period_scope"] == ["board-a"]
+    assert {h.chunk.doc_id for h in ranking.hits} == {"board-a"}
+
+
+def test_period_filter_leaves_a_document_filter_alone(two_years):
+    ranking = search("How much in efficiency savings was delivered in 2020/21?", "hybrid", 6,
+                     filters={"doc_ids": ["board-b"]}, settings=two_years,
+                     query_analysis=True, period_filter=True)
+    assert ranking.filters["doc_ids"] == ["board-b"] and ranking.query_analysis["period_scope"] == []
+    assert ranking.hits[0].chunk.chunk_id == "board-b-p2"
+
+
+def test_period_filter_searches_everything_when_no_document_is_of_that_year(two_years):
+    ranking = search("How much in efficiency savings was delivered in 2016/17?", "hybrid", 9,
+                     settings=two_years, query_analysis=True, period_filter=True)
+    assert "doc_ids" not in ranking.filters
+    assert {h.chunk.doc_id for h in ranking.hits} == {"board-a", "board-b", "guidance"}
+
+
 def test_search_without_a_period_keeps_the_order(two_years):
     question = "How much in efficiency savings was delivered?"
-    plain = search(question, "hybrid", 9, settings=two_years)
-    analysed = search(question, "hybrid", 9, settings=two_years, query_analysis=True, period_boost=1.0)
+    plain = search(question, "hybrid", 9, settings=two_years, query_analysis=False)
+    analysed = search(question, "hybrid", 9, settings=two_years, query_analysis=True,
+                      period_filter=True, period_boost=1.0)
     assert [h.chunk.chunk_id for h in analysed.hits] == [h.chunk.chunk_id for h in plain.hits]
+    assert [h.score for h in analysed.hits] == [h.score for h in plain.hits]
     assert all(h.period_match is None for h in analysed.hits)
     assert {h.doc_period for h in analysed.hits} == {"2020/21", "2021/22", ""}  # guidance: none
 
@@ -198,8 +239,9 @@ def test_bm25_with_analysis_meets_the_period_written_another_way(tmp_path, embed
                         "Ward refurbishment was completed on time."], start=1)]
     settings = build_index(tmp_path, embedder, chunks)
     question = "What was agency staff spending on nursing in 2020/21?"
-    assert search(question, "bm25", 3, settings=settings).hits[0].chunk.chunk_id == "c1"
-    analysed = search(question, "bm25", 3, settings=settings, query_analysis=True)
+    plain = search(question, "bm25", 3, settings=settings, query_analysis=True, query_expansion=False)
+    assert plain.hits[0].chunk.chunk_id == "c1"
+    analysed = search(question, "bm25", 3, settings=settings, query_analysis=True, query_expansion=True)
     assert analysed.hits[0].chunk.chunk_id == "c2"
     assert "2020/2021" in analysed.query_analysis["bm25_expansion"]
 

@@ -100,6 +100,11 @@ def _change(value: int | None) -> str:
     return f"+{value}" if value > 0 else str(value)
 
 
+def _period(hit: Hit) -> str:
+    """The hit's document's own period, ✓ when it is the one the question names."""
+    return (hit.doc_period + (" ✓" if hit.period_match == 1.0 else "")) or ABSENT
+
+
 def _where(hit: Hit) -> str:
     return hit.chunk.record_id or str(hit.chunk.page)
 
@@ -129,6 +134,10 @@ def _summary(ranking: Ranking) -> list[str]:
     if ranking.cut_at is not None:
         described.append(f"dynamic cut after {ranking.cut_at}")
     lines.append(", ".join(described) + f"; {ranking.candidates} candidates")
+    if ranking.query_analysis:
+        from ragloupe.retrieve.query_analysis import describe
+
+        lines.append(f"query analysis: {describe(ranking.query_analysis)}")
     lines.append(f"timings: {stages}")
     pages = ", ".join(f"{p.unit} ({p.score:.4g})" for p in ranking.pages[:5])
     lines.append(f"top pages: {pages or ABSENT}")
@@ -141,11 +150,11 @@ def _summary(ranking: Ranking) -> list[str]:
 
 def format_ranking(ranking: Ranking) -> str:
     header = ["rank", "doc", "page", "section", "dense rank/sim", "bm25 rank/score",
-              "fused", "rrf", "score", "rerank", "margin", "first words"]
+              "fused", "rrf", "score", "rerank", "margin", "period", "first words"]
     rows = [[str(h.rank), h.chunk.doc_id, _where(h), first_words(h.chunk.section, 24),
              _engine_cell(h.per_engine.get("dense"), 3), _engine_cell(h.per_engine.get("bm25"), 2),
              _num(h.fused_score), _num(h.rrf_score), _num(h.score), _change(h.rerank_change), _num(h.margin),
-             first_words(h.chunk.text)] for h in ranking.hits]
+             _period(h), first_words(h.chunk.text)] for h in ranking.hits]
     if not rows:
         return "\n".join([f"no hits for {ranking.query!r}"] + _summary(ranking))
     return "\n".join([_table(header, rows), ""] + _why(ranking) + _summary(ranking))

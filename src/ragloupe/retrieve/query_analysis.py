@@ -22,10 +22,10 @@ Conventions, in one place:
   year it falls in: "March 2022" and "31 March 2022" are in 2021/22.
 - "The year ended <date>" is the twelve months ending then: ended 31 March
   2021 is 2020/21, ended 31 December 2021 is calendar 2021.
-- A bare year counts only after a word that makes it a time ("in 2021",
-  "during 2021", "for 2021", "FY2021") and names the fiscal year ending in
-  it, as the gold sets' ``year_note`` says. "£2021", "2021 staff" and
-  "ISO 2021" name no period.
+- A bare year counts only after a word that makes it the time asked about
+  ("in 2021", "during 2021", "for 2021", "FY2021") and names the fiscal year
+  ending in it, as the gold sets' ``year_note`` says. "£2021", "2021 staff",
+  "ISO 2021" and boundaries ("from 2012", "since 2019") name no period.
 - A question naming two periods ("between 2020/21 and 2021/22", "March 2022
   compared to March 2021") targets the latest: an annual report shows the
   prior year beside its own, so the comparison lives in the later report.
@@ -72,11 +72,12 @@ _DATE_RE = re.compile(
     rf"(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s)?{_MONTH}\s(?P<year>{_YEAR4})(?!\d)")
 # "FY2021", "FY 21", "FY21".
 _FY_RE = re.compile(r"(?<![\w£$€])fy\s?'?(?P<year>(?:19|20)?\d{2})(?![\w/%.]|-\d)")
-# A bare year after a word that makes it a time. The year must stand alone:
-# not "in 2021/22" (that is a pair) nor "in 2021.5".
+# A bare year after a word that makes it the time asked about. The year must stand
+# alone: not "in 2021/22" (that is a pair) nor "in 2021.5". Words naming a boundary
+# ("from 2012", "since 2019", "by 2030") are left out: the question is not about that year.
 _BARE_RE = re.compile(
-    r"(?<![\w£$€])(?:in|during|for|of|by|since|from|until|till|through|throughout|over|to|"
-    r"before|after|within|year|calendar year|financial year|fiscal year|end of)\s"
+    r"(?<![\w£$€])(?:in|during|for|of|throughout|over|within|year|calendar year|"
+    r"financial year|fiscal year|end of)\s"
     rf"(?P<year>{_YEAR4})(?![\w%£$€]|[/-]\d|[.,]\d)")
 
 # A standard written "<BODY> <number>", the bodies the index tokenizer knows, with the
@@ -436,6 +437,19 @@ def match_features(analysis: QueryAnalysis, chunk: Chunk, doc_period: Period | N
     }
 
 
+def period_documents(analysis: QueryAnalysis, periods: dict[str, DocumentPeriod]) -> list[str]:
+    """The documents whose own period is one the question names, sorted; [] when none is.
+
+    This is the choice a person makes before reading: the 2020/21 question
+    goes to the 2020/21 report. With two periods named, both years'
+    documents are kept (the boost then prefers the target's). When no
+    document is of a named period, nothing is chosen and the search covers
+    every document.
+    """
+    named = analysis.named_periods
+    return sorted(doc_id for doc_id, found in periods.items() if found.period in named)
+
+
 def prefer_period(analysis: QueryAnalysis, doc_periods: Sequence[Period | None],
                   scores: Sequence[float], boost: float) -> tuple[list[float], list[float]]:
     """New scores that prefer candidates whose document is of the question's period.
@@ -443,13 +457,40 @@ def prefer_period(analysis: QueryAnalysis, doc_periods: Sequence[Period | None],
     Each score is min-max normalised over the candidates to [0, 1] (so the
     boost means the same for RRF, min-max or cosine scores), then ``boost``
     times period_match() is added. Returns (new scores, matches). When the
-    question names no period, or no candidate's document matches any period
-    it names, the scores come back unchanged: there is nothing to prefer.
+    question names no period, or every candidate matches alike (none does,
+    or all are of one document), the scores come back unchanged: there is
+    nothing to prefer.
     """
     matches = [period_match(analysis, period) for period in doc_periods]
-    if boost <= 0 or not any(matches):
+    if boost <= 0 or len(set(matches)) <= 1:
         return list(scores), matches
     low, high = min(scores), max(scores)
     span = high - low
     new = [((s - low) / span if span > 0 else 1.0) + boost * m for s, m in zip(scores, matches)]
     return new, matches
+
+
+def describe(found: dict) -> str:
+    """One line saying what the analysis read and did, from Ranking.query_analysis ('' when it did not run).
+
+    E.g. "period 2020/21 (written '2020/21'); searched only Grampian-2020-2021,
+    the report(s) of that period; BM25 also asked for 2020/2021".
+    """
+    if not found:
+        return ""
+    parts = []
+    periods = found.get("periods") or []
+    if periods:
+        written = ", ".join(dict.fromkeys(repr(p["raw"]) for p in periods))
+        parts.append(f"period {found.get('target_period')} (written {written})")
+    else:
+        parts.append("no period named")
+    if found.get("amounts"):
+        parts.append("amounts " + ", ".join(a["raw"] for a in found["amounts"]))
+    if found.get("codes"):
+        parts.append("codes " + ", ".join(c["code"] for c in found["codes"]))
+    if found.get("period_scope"):
+        parts.append(f"searched only {', '.join(found['period_scope'])}, the report(s) of that period")
+    if found.get("bm25_expansion"):
+        parts.append("BM25 also asked for " + ", ".join(found["bm25_expansion"]))
+    return "; ".join(parts)

@@ -8,11 +8,12 @@ why the right chunk lost. Timings are kept per stage, in seconds: setup
 (opening the store, loading the embedding model on first use), rewrite,
 query_embedding (near 0 when this process embedded the same text recently:
 query vectors are cached), query_analysis (fiscal periods, amounts and
-codes the question names, and their BM25 variants, when
-Settings.query_analysis is on), dense, bm25_index (the cached BM25 index,
-rebuilt when the store changed), bm25, fusion, rerank, period (each hit's
-document period, and Settings.period_boost's preference for the question's
-period), aggregate (cut and page view) and total.
+codes the question names when Settings.query_analysis is on, and their
+BM25 variants when Settings.query_expansion is), dense, bm25_index (the
+cached BM25 index, rebuilt when the store changed), bm25, fusion, rerank,
+period (each hit's document period, Settings.period_filter's choice of the
+documents of the question's period and Settings.period_boost's preference
+for them), aggregate (cut and page view) and total.
 
 Modes name the engines and the optional stages: ``dense``, ``bm25``,
 ``hybrid`` (dense + bm25, fused), ``+rerank`` (cross-encoder when
@@ -135,13 +136,20 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
     if settings.query_analysis:
         with _timed(timings, "query_analysis"):
             analysis = query_analysis.analyze(query, settings.fiscal_year_start_month)
-            expansion = query_analysis.bm25_expansion(analysis)
+            expansion = query_analysis.bm25_expansion(analysis) if settings.query_expansion else []
 
     if store is None:
         from ragloupe.index.store import open_store
 
         with _timed(timings, "setup"):
             store = open_store(settings)
+    period_scope: list[str] = []
+    if analysis is not None and settings.period_filter and not filters.get("doc_ids"):
+        with _timed(timings, "period"):
+            period_scope = query_analysis.period_documents(
+                analysis, doc_periods.document_periods(store, settings))
+        if period_scope:
+            filters = {**filters, "doc_ids": period_scope}
     window = max(int(settings.candidate_window), k)
     run = set(plan.engines) | (set(engines.ENGINES) if explain else set())
     lists: dict[str, list[engines.EngineHit]] = {}
@@ -187,7 +195,8 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
         rewrite_note=rewrite.note if rewrite else "",
         cut_at=staged.cut_at, filters=filters, fusion=staged.fusion, reranker=staged.reranker,
         candidates=staged.candidates,
-        query_analysis={**analysis.summary(), "bm25_expansion": expansion} if analysis else {})
+        query_analysis={**analysis.summary(), "bm25_expansion": expansion,
+                        "period_scope": period_scope} if analysis else {})
 
 
 @dataclass(frozen=True)
