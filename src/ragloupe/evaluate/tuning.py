@@ -55,10 +55,11 @@ SPACES = ("small", "full")
 KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "bm25_k1", "bm25_b",
          "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost",
          "prefer_tables", "prefer_tables_boost", "unit_view", "unit_dense", "unit_weight_bm25",
-         "unit_weight_dense", "unit_bm25_b")
-# Knobs that change what an engine lists (the others act after the engines): query
-# analysis adds the written variants of a question's periods and codes to BM25's query.
-ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis")
+         "unit_weight_dense", "unit_bm25_b", "query_expansion", "period_filter")
+# Knobs that change what an engine lists (the others act after the engines): the query
+# expansion adds the written variants of a question's periods and codes to BM25's query,
+# and the period filter (whole-index scope) lists only the documents of the question's period.
+ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis", "query_expansion", "period_filter")
 Progress = Callable[[float, str], None]
 
 
@@ -99,6 +100,7 @@ class Config:
         v = self.settings
         bm25 = f"k1={v['bm25_k1']:g} b={v['bm25_b']:g}"
         qa = (f" +qa{' boost' + format(v['period_boost'], 'g') if v['period_boost'] else ''}"
+              f"{' filter' if v['period_filter'] else ''}{' exp' if v['query_expansion'] else ''}"
               if v["query_analysis"] else "")
         if self.mode in ("dense", "bm25"):
             base = f"dense w{v['candidate_window']}" if self.mode == "dense" else f"bm25 {bm25}"
@@ -141,7 +143,7 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
         raise TuningError(f"tune cannot replay the mode in force ({settings.mode}): query rewriting asks "
                           "an LLM per question; tune a mode without +rewrite (--set mode=hybrid)")
     off = {"query_analysis": False, "period_boost": 0.0, "lexical_rerank": False, "prefer_tables": False,
-           "unit_view": "none"}
+           "unit_view": "none", "query_expansion": False, "period_filter": False}
     current = Config.of(settings.mode, settings)
     configs = [current, Config.of("bm25", settings, **off), Config.of("dense", settings, **off)]
     if space == "small":
@@ -260,6 +262,8 @@ class EngineLists:
     filters: list = field(default_factory=list)  # each question's search filters
     store: Any = None  # the unit view reads whole-unit signals from the store
     questions_text: list = field(default_factory=list)
+    # Whole-index scope with the period filter: the dense lists within each question's period's documents.
+    dense_period: list[list] = field(default_factory=list)
 
 
 def fetch_lists(questions: Sequence[TuneQuestion], configs: Sequence[Config], scope: str,
@@ -277,6 +281,12 @@ def fetch_lists(questions: Sequence[TuneQuestion], configs: Sequence[Config], sc
     needs_dense = any(c.mode.split("+")[0] in ("dense", "hybrid") for c in configs)
     lists.store = store
     lists.questions_text = [tq.query.question for tq in questions]
+    period_filtered = scope == "all" and any(_period_filtered(c.settings) for c in configs)
+
+    def period_filters(position: int) -> dict:  # what search() filters to under period_filter
+        scoped = query_analysis.period_documents(lists.analyses[position], lists.periods)
+        return S.normalise_filters({"doc_ids": scoped}) if scoped else {}
+
     for position, tq in enumerate(questions):
         filters = _filters(tq.query, scope)
         lists.filters.append(filters)
@@ -284,17 +294,27 @@ def fetch_lists(questions: Sequence[TuneQuestion], configs: Sequence[Config], sc
             embedding = S._embed_query(embedder, tq.query.question)
             lists.embeddings.append(embedding)
             lists.dense.append(engines.dense_search(store, embedding, window, filters))
+            if period_filtered:
+                lists.dense_period.append(engines.dense_search(store, embedding, window,
+                                                               period_filters(position)))
         if progress and position % 10 == 0:
             progress(0.3 * position / max(len(questions), 1), "dense engine")
     for key in sorted({c.engine_key() for c in configs}):
         engine_settings = dict(zip(ENGINE_KNOBS, key))
         index = engines.lexical_index(store, settings.replace(**engine_settings))
         lists.corpora[key] = index
+        by_period = scope == "all" and _period_filtered(engine_settings)
         lists.bm25[key] = [
-            engines.bm25_search(index, tq.query.question, window, _filters(tq.query, scope),
-                                query_analysis.bm25_expansion(analysis) if engine_settings["query_analysis"] else ())
-            for tq, analysis in zip(questions, lists.analyses)]
+            engines.bm25_search(index, tq.query.question, window,
+                                period_filters(position) if by_period else _filters(tq.query, scope),
+                                query_analysis.bm25_expansion(analysis)
+                                if engine_settings["query_analysis"] and engine_settings["query_expansion"] else ())
+            for position, (tq, analysis) in enumerate(zip(questions, lists.analyses))]
     return lists
+
+
+def _period_filtered(knobs: dict) -> bool:
+    return bool(knobs["query_analysis"] and knobs["period_filter"])
 
 
 def _filters(query: GoldQuery, scope: str) -> dict:
@@ -311,7 +331,8 @@ def replay_one(question: TuneQuestion, position: int, config: Config, configured
     plan = S.parse_mode(config.mode)
     window = max(int(configured.candidate_window), 10)
     key = config.engine_key()
-    available = {"dense": lists.dense[position] if lists.dense else None,
+    dense = lists.dense_period if lists.dense_period and _period_filtered(config.settings) else lists.dense
+    available = {"dense": dense[position] if dense else None,
                  "bm25": lists.bm25[key][position] if key in lists.bm25 else None}
     cut_lists = {engine: available[engine][:window] for engine in plan.engines}
     analysis = lists.analyses[position] if configured.query_analysis else None
