@@ -135,3 +135,16 @@ def test_content_tokens_split_hyphens_and_drop_stopwords():
 @pytest.mark.parametrize("written", ["£1,421 million", "£1,421m", "£1.421 billion", "£1.421bn"])
 def test_scale_words_agree(written):
     assert same_quantity(_one("£1,421 million"), _one(written))
+
+
+def test_every_stage_takes_its_stopwords_from_the_one_list_module():
+    from ragloupe import numbers, textrules
+    from ragloupe.index import lexical
+    from ragloupe.ui import text
+
+    assert lexical.STOPWORDS is textrules.BM25_STOPWORDS
+    assert numbers.STOPWORDS is textrules.ANSWER_STOPWORDS
+    assert text._STOPWORDS is textrules.HIGHLIGHT_STOPWORDS
+    # The shared function words are dropped everywhere; negations only where answers are matched.
+    assert textrules.FUNCTION_WORDS <= lexical.STOPWORDS & numbers.STOPWORDS & text._STOPWORDS
+    assert "not" in numbers.STOPWORDS and "not" not in lexical.STOPWORDS

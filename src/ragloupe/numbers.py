@@ -18,6 +18,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from ragloupe.textrules import ANSWER_STOPWORDS
+
 # A figure: digits with comma thousands separators, or plain digits, with an
 # optional decimal part. The look-behind keeps digits glued to a word or code
 # ("COVID-19", "ISO-310002", "Q4", "A4") from being read as a figure.
@@ -36,11 +38,8 @@ _QUANTITY_RE = re.compile(
 
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
 
-# Words that carry no meaning for "is this answer in that text?".
-STOPWORDS = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the their "
-    "there this to was were which with within our we not no yes per than into over".split()
-)
+# Words that carry no meaning for "is this answer in that text?" (ragloupe.textrules).
+STOPWORDS = ANSWER_STOPWORDS
 
 
 @dataclass(frozen=True)

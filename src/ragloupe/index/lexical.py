@@ -31,6 +31,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ragloupe.models import Chunk
+from ragloupe.textrules import BM25_STOPWORDS
 
 BACKENDS = ("rank_bm25", "bm25s")
 
@@ -61,13 +62,8 @@ _TOKEN_RE = re.compile(
     ]) + ")",
 )
 
-# Function words that carry no retrieval signal. Kept short on purpose:
-# BM25's idf already discounts frequent words; this only drops the most common.
-STOPWORDS = frozenset("""
-a an and are as at be been being by can could did do does during for from had has have
-how in into is it its of on or over than that the their them there these they this
-those to was were what when where which who whom why will with would about
-""".split())
+# Function words that carry no retrieval signal (the list and why: ragloupe.textrules).
+STOPWORDS = BM25_STOPWORDS
 
 _TRANSLATE = str.maketrans({"’": "'", "‘": "'", "–": "-", "—": "-", "‑": "-", "\u00a0": " "})
 

@@ -13,13 +13,12 @@ import html
 import re
 from collections.abc import Iterable
 
+from ragloupe.textrules import HIGHLIGHT_STOPWORDS
+
 ABSENT = "—"
 
-# Words too common to be worth highlighting.
-_STOPWORDS = frozenset("""
-a an and are as at be by did do does for from had has have how in is it its of on or
-that the their there this to was were what when where which who why will with within
-""".split())
+# Words too common to be worth highlighting (ragloupe.textrules).
+_STOPWORDS = HIGHLIGHT_STOPWORDS
 
 # A query term: letters/digits joined by the separators technical text uses
 # inside one token ("1,559,285", "2012/18/EU", "ISO-31000", "3.5").
