@@ -649,3 +649,41 @@ def test_answer_page_shows_the_answer_its_screen_evidence_and_claims(demo_env, m
     assert metric(app, "Answer score (0–10)") == f"{expected_claims.score:.2f}"
     claims = next(d.value for d in app.dataframe if "claim" in d.value.columns)
     assert list(claims["verdict"]) == [c.verdict for c in expected_claims.checks]
+
+
+# ---------------------------------------------------------------------------- progress
+
+def _steps():
+    from ragloupe.index.pipeline import Progress
+
+    return [Progress("ingest", 0, 2, "/raw/a.pdf"), Progress("embed", 0, 2, "/raw/a.pdf", part=0.0),
+            Progress("embed", 0, 2, "/raw/a.pdf", part=0.6), Progress("write", 0, 2, "/raw/a.pdf"),
+            Progress("ingest", 1, 2, "/raw/b.csv"), Progress("embed", 1, 2, "/raw/b.csv", part=0.5),
+            Progress("write", 1, 2, "/raw/b.csv"), Progress("done", 2, 2)]
+
+
+def test_index_job_progress_moves_within_a_file_and_never_back():
+    from ragloupe.ui.background import IndexJob
+
+    job, fractions, texts = IndexJob(None), [], []
+    for step in _steps():
+        job.update(step)
+        fractions.append(job.fraction)
+        texts.append(job.describe())
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert fractions[2] == pytest.approx(0.3)  # 60% of the first of two files
+    assert "60% of this file embedded" in texts[2] and "a.pdf" in texts[2]
+
+
+def test_terminal_progress_bar_never_goes_back_and_prints_its_last_line_once(capsys):
+    from ragloupe.cli.index_cmd import _ProgressBar
+
+    shown = []
+    with _ProgressBar() as bar:
+        for step in _steps():
+            bar.update(step)
+            shown.append(bar.bar.n)
+    assert shown == sorted(shown) and shown[-1] == 2
+    lines = [line.strip() for line in capsys.readouterr().err.replace("\r", "\n").split("\n")
+             if line.strip()]
+    assert sum(line.startswith("done") for line in lines) == 1
