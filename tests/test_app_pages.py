@@ -175,6 +175,19 @@ def test_upload_refuses_other_types_and_oversized_files(settings):
     assert list(settings.path("raw_dir").iterdir()) == []
 
 
+def test_uploads_are_checked_when_saved_and_nothing_of_a_refused_one_is_kept(settings):
+    from ragloupe.errors import RagloupeError
+
+    with pytest.raises(RagloupeError, match="was not saved"):
+        save_upload("notes.csv", b"name,remark\nvalve,replaced the spindle\n", settings)
+    with pytest.raises(RagloupeError, match="no %PDF- header"):
+        save_upload("report.pdf", b"<html>not a pdf</html>", settings)
+    assert list(settings.path("raw_dir").iterdir()) == []
+    saved = save_upload("good.csv", b"id,text\n1,the relief valve was replaced after the test\n",
+                        settings)
+    assert [p.name for p in settings.path("raw_dir").iterdir()] == [saved.name]
+
+
 # ---------------------------------------------------------------------------- pages
 
 def _search(app: AppTest, question: str, modes: list[str], k: int, level: str = "page") -> None:
