@@ -159,7 +159,7 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
         return _unique(configs)
     weights = ((1.5, 1), (1, 1), (1, 1.5), (1, 2), (1, 3))
     fusions = [{"fusion": "rrf", "rrf_k": 10}, {"fusion": "rrf", "rrf_k": 60}, {"fusion": "minmax"}]
-    bm25_params = ((1.5, 0.75), (1.2, 0.75), (0.9, 0.4), (1.5, 1.0))
+    bm25_params = ((1.5, 0.75), (0.9, 0.4))
     for (k1, b), analysed in itertools.product(bm25_params, (False, True)):
         for boost in boosts if analysed else (0.0,):
             engine = {**off, "bm25_k1": k1, "bm25_b": b, "query_analysis": analysed, "period_boost": boost}
@@ -178,7 +178,7 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
         configs.append(Config.of(base.mode, settings, **{**base.settings, "prefer_tables": True}))
         configs.append(Config.of(base.mode, settings, **{**base.settings, "unit_view": "all"}))
         configs.append(Config.of(base.mode, settings, **{**base.settings, "unit_view": "records"}))
-    for analysed, window in itertools.product((False, True), (50, 100)):
+    for analysed, window in itertools.product((False, True), (100,)):
         configs.append(Config.of("hybrid", settings, **{**off, "query_analysis": analysed}, fusion="learned",
                                  candidate_window=window, page_aggregation="max"))
     for wd, wb in ((1.5, 1), (1, 1), (1, 2)):

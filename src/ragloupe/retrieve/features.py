@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -111,10 +111,39 @@ def query_terms(query: str) -> set[str]:
     return set(lexical.tokenize(query))
 
 
+_rows_lock = threading.Lock()
+_rows_cache: OrderedDict[tuple, tuple] = OrderedDict()
+_ROWS_CACHE_SIZE = 2048  # one entry per (question, candidate list): a tuning sweep replays each many times
+
+
 def candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequence[Mapping[str, EngineScore]],
                        views: CorpusViews, analysis: QA.QueryAnalysis | None = None,
                        periods: Mapping[str, QA.DocumentPeriod] | None = None) -> np.ndarray:
-    """A (candidates x FEATURES) float matrix for one question's candidates."""
+    """A (candidates x FEATURES) float matrix for one question's candidates.
+
+    The same inputs always give the same rows, so they are kept (by question,
+    candidates, engine views and corpus) for the replays of a tuning sweep.
+    """
+    key = (id(views), query, analysis is not None, id(periods),
+           tuple((c.chunk_id, tuple(sorted((e, v.rank, v.score) for e, v in engines.items())))
+                 for c, engines in zip(chunks, per_engine)))
+    with _rows_lock:
+        cached = _rows_cache.get(key)
+        # The objects themselves are kept and compared: an id can be reused once they are gone.
+        if cached is not None and cached[0] is views and cached[1] is periods:
+            _rows_cache.move_to_end(key)
+            return cached[2].copy()
+    rows = _candidate_features(query, chunks, per_engine, views, analysis, periods)
+    with _rows_lock:
+        _rows_cache[key] = (views, periods, rows)
+        while len(_rows_cache) > _ROWS_CACHE_SIZE:
+            _rows_cache.popitem(last=False)
+    return rows.copy()
+
+
+def _candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequence[Mapping[str, EngineScore]],
+                        views: CorpusViews, analysis: QA.QueryAnalysis | None,
+                        periods: Mapping[str, QA.DocumentPeriod] | None) -> np.ndarray:
     terms = query_terms(query)
     tokens = lexical.tokenize(query)
     numbers = {t for t in terms if _NUMBER.match(t)}
