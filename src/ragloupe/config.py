@@ -100,9 +100,9 @@ class Settings:
     # --- retrieval ---
     mode: str = "hybrid"
     top_k: int = 10
-    # Fusion defaults chosen by measurement (benchmarks/tune_defaults.py, results in
-    # benchmarks/results/tune_defaults.json): min-max 1.5:1 over 100 candidates beat RRF k=60 1:1
-    # over 50 on the Grampian gold sets (Hit@1 0.74 vs 0.69, p = 0.02).
+    # Fusion defaults: min-max 1.5:1 over 100 candidates, picked in-sample by the last round's
+    # benchmarks/tune_defaults.py; kept because `ragloupe tune`'s out-of-fold selection does not beat it
+    # with a paired test (benchmarks/tune_oof.py -> benchmarks/results/tune_oof.json: OOF Hit@1 0.740).
     candidate_window: int = 100  # each engine's list length before fusion
     fusion: str = "minmax"  # rrf | minmax | learned
     # The learned fusion model (JSON, see retrieve/learned.py); empty = the one shipped in the package.
