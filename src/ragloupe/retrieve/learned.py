@@ -74,11 +74,16 @@ def _sigmoid(x: float) -> float:
 
 
 def assumed_settings(settings: Settings) -> dict:
-    """The settings the features depend on: a model trained under others would read them wrongly."""
+    """The settings the features depend on: a model trained under others would read them wrongly.
+
+    Query analysis itself is not among them (learned fusion always reads the
+    question's periods, amounts and codes); the BM25 expansion it can switch on is,
+    because it changes what BM25 lists and scores.
+    """
     return {"embedding_model": settings.embedding_model, "chunk_tokens": settings.chunk_tokens,
             "chunk_overlap": settings.chunk_overlap, "chunk_context": settings.chunk_context,
             "bm25_k1": _plain(settings.bm25_k1), "bm25_b": _plain(settings.bm25_b),
-            "query_analysis": settings.query_analysis}
+            "query_expansion": bool(settings.query_analysis and settings.query_expansion)}
 
 
 def _plain(value: float) -> float | int:
