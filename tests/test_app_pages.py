@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ragloupe.config import PROJECT_ROOT, Settings
-from ragloupe.ui.sources import sanitise_filename, save_upload
+from ragloupe.ingest.uploads import sanitise_filename, save_upload
 from ragloupe.ui.text import highlight_html, md_escape, query_terms
 
 PAGES = PROJECT_ROOT / "pages"

@@ -134,7 +134,7 @@ def upload(body: UploadRequest, request: Request) -> JSONResponse:
     """Save one .pdf / .csv / .jsonl into the raw folder and start an incremental re-index."""
     # The app's own upload rules (pure code, no Streamlit): a plain name inside raw_dir, and the
     # content checked (PDF header, records validation) before anything is written.
-    from ragloupe.ui.sources import sanitise_filename, save_upload
+    from ragloupe.ingest.uploads import sanitise_filename, save_upload
 
     resources = request.app.state.resources
     settings = resources.settings

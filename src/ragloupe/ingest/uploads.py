@@ -1,7 +1,7 @@
-"""The Index page's file operations: save uploads into raw_dir, delete them, clear the index.
+"""Uploads and source files: save uploads into raw_dir, delete them, clear the index.
 
-No Streamlit here. Every write lands inside raw_dir: an uploaded name is
-reduced to a plain file name (no directories, no "..", no leading dot), and
+Shared by the Index page and the HTTP API, so it lives in the pipeline, not in
+ui/. Every write lands inside raw_dir: an uploaded name is reduced to a plain file name (no directories, no "..", no leading dot), and
 the final path is checked to lie under raw_dir before anything is written.
 """
 
