@@ -1,8 +1,9 @@
 """Uploads and source files: save uploads into raw_dir, delete them, clear the index.
 
 Shared by the Index page and the HTTP API, so it lives in the pipeline, not in
-ui/. Every write lands inside raw_dir: an uploaded name is reduced to a plain file name (no directories, no "..", no leading dot), and
-the final path is checked to lie under raw_dir before anything is written.
+ui/. Every write lands inside raw_dir: an uploaded name is reduced to a plain
+file name (no directories, no "..", no leading dot), and the final path is
+checked to lie under raw_dir before anything is written.
 """
 
 from __future__ import annotations
