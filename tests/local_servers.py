@@ -1,9 +1,11 @@
-"""Helpers for tests that start a real server on loopback (streamlit, chroma run)."""
+"""Helpers for tests that start a real server on loopback (streamlit, chroma run, the
+fake LLM server) and check that a call against a stalled server gives up in time."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -31,3 +33,25 @@ def wait_until_ready(url: str, process: subprocess.Popen, timeout_s: float,
             pass
         time.sleep(0.2)
     raise RuntimeError(f"{url} not ready after {timeout_s} s")
+
+
+def run_bounded(call, limit_s: float):
+    """call()'s result (or exception) and how long it took; fails when it outlasts limit_s.
+
+    The call runs in a daemon thread, so a call that hangs fails the test
+    instead of hanging the suite.
+    """
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["result"] = call()
+        except BaseException as exc:  # handed back to the test
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True)
+    started = time.monotonic()
+    worker.start()
+    worker.join(limit_s)
+    assert not worker.is_alive(), f"still waiting after {limit_s:g} s"
+    return outcome, time.monotonic() - started

@@ -8,12 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from local_servers import free_port, wait_until_ready
+from local_servers import free_port, run_bounded, wait_until_ready
 from test_index_incremental import assert_consistent
 
 from ragloupe.cli import main
@@ -78,23 +76,6 @@ def server_env(server, settings, monkeypatch, request) -> Settings:
     monkeypatch.setenv("RAGLOUPE_COLLECTION", request.node.name[:40].replace("[", "-").strip("]"))
     return Settings.from_env()
 
-
-def run_bounded(call, limit_s: float):
-    """call()'s result (or exception) and how long it took; fails when it outlasts limit_s."""
-    outcome: dict = {}
-
-    def target():
-        try:
-            outcome["result"] = call()
-        except BaseException as exc:  # handed back to the test
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=target, daemon=True)
-    started = time.monotonic()
-    worker.start()
-    worker.join(limit_s)
-    assert not worker.is_alive(), f"still waiting after {limit_s:g} s"
-    return outcome, time.monotonic() - started
 
 
 @pytest.mark.chroma_server

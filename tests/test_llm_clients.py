@@ -8,6 +8,7 @@ import time
 import pytest
 
 from llm_server import FakeLlmServer, Reply, ollama_chat, openai_chat
+from local_servers import free_port
 from ragloupe.config import Settings
 from ragloupe.errors import LlmBadOutput, LlmUnavailable, SettingsInvalid
 from ragloupe.generate.llm import get_client
@@ -18,12 +19,6 @@ def settings_for(url: str, backend: str, **extra) -> Settings:
                   openai_base_url=url, openai_model="fake-model", openai_api_key="sk-test",
                   llm_timeout_s=1.0)
     return Settings.from_env(**{**values, **extra})
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(params=["ollama", "openai"])

@@ -7,12 +7,11 @@ over the whole request (connect, headers and body) ends the wait.
 
 from __future__ import annotations
 
-import threading
-import time
 
 import pytest
 
 from llm_server import FakeLlmServer, Reply, chat_reply
+from local_servers import run_bounded
 from ragloupe.cli import main
 from ragloupe.config import Settings
 from ragloupe.errors import LlmUnavailable
@@ -25,23 +24,6 @@ def trickled_head(path: str, body: dict) -> Reply:
     reply.head_trickle_s = 1.0
     return reply
 
-
-def run_bounded(call, limit_s: float):
-    """call()'s result or exception, or AssertionError when it is still running after limit_s."""
-    outcome: dict = {}
-
-    def target():
-        try:
-            outcome["result"] = call()
-        except BaseException as exc:  # handed back to the test
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=target, daemon=True)
-    started = time.monotonic()
-    worker.start()
-    worker.join(limit_s)
-    assert not worker.is_alive(), f"still waiting after {limit_s:g} s"
-    return outcome, time.monotonic() - started
 
 
 @pytest.mark.parametrize("backend", ["ollama", "openai"])
