@@ -65,7 +65,7 @@ class RunReport:
     path: Path | None = None
 
     def to_json(self) -> str:
-        return canonical_json({**self.data, "run_id": self.run_id, "timings": self.timings})
+        return report_json(self.run_id, self.data, self.timings)
 
     @property
     def aggregates(self) -> dict:
@@ -402,13 +402,48 @@ def _answer_one(query: GoldQuery, ranking: Ranking | None, settings: Settings, a
 
 # --- reports on disk ------------------------------------------------------------
 
-def save_run(report: RunReport, settings: Settings) -> RunReport:
+def report_json(run_id: str, data: dict, timings: dict) -> str:
+    """A report as it is written: canonical JSON of ``data`` with its run id and timings beside it.
+
+    Evaluation and tuning reports share it, so both stay byte-identical on a rerun
+    but for ``timings``.
+    """
+    return canonical_json({**data, "run_id": run_id, "timings": timings})
+
+
+def write_report(run_id: str, text: str, settings: Settings) -> Path:
+    """Write a report's text as runs_dir/<run_id>.json and return that path.
+
+    Written to a temporary file and renamed, so a reader (the runs list, the
+    app) never sees half a report.
+    """
     runs_dir = settings.path("runs_dir")
     runs_dir.mkdir(parents=True, exist_ok=True)
-    path = runs_dir / f"{report.run_id}.json"
+    path = runs_dir / f"{run_id}.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(report.to_json(), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+    return path
+
+
+def read_report(path: Path, schema: str, kind: str) -> tuple[str, dict, dict]:
+    """(run_id, data, timings) of the report at ``path``; RunNotFound unless it is a ``schema`` report.
+
+    ``kind`` names the report in the message ("run", "tuning").
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunNotFound(f"{path}: not a readable {kind} report ({type(exc).__name__})") from None
+    if not isinstance(raw, dict) or raw.get("schema") != schema:
+        raise RunNotFound(f"{path}: not a ragloupe {kind} report")
+    timings = raw.pop("timings", {})
+    run_id = raw.pop("run_id", path.stem)
+    return run_id, raw, timings
+
+
+def save_run(report: RunReport, settings: Settings) -> RunReport:
+    path = write_report(report.run_id, report.to_json(), settings)
     return dataclasses.replace(report, path=path)
 
 
@@ -427,15 +462,8 @@ def load_run(ref: str | Path, settings: Settings | None = None) -> RunReport:
                 why = "no run" if not matches else f"{len(matches)} runs"
                 raise RunNotFound(f"{why} matching {ref!r} in {runs_dir}; `ragloupe runs` lists them")
             path = matches[0]
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunNotFound(f"{path}: not a readable run report ({type(exc).__name__})") from None
-    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
-        raise RunNotFound(f"{path}: not a ragloupe run report")
-    timings = raw.pop("timings", {})
-    run_id = raw.pop("run_id", path.stem)
-    return RunReport(run_id, raw, timings, path)
+    run_id, data, timings = read_report(path, SCHEMA, "run")
+    return RunReport(run_id, data, timings, path)
 
 
 def list_runs(settings: Settings | None = None) -> list[dict]:

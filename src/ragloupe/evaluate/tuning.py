@@ -44,7 +44,14 @@ from ragloupe.config import PROJECT_ROOT, Settings, get_settings
 from ragloupe.errors import GoldSetInvalid, RagloupeError, RunNotFound
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.goldset import GoldQuery, GoldSet, load_goldset
-from ragloupe.evaluate.runs import BOOTSTRAP_SEED, FLOAT_DIGITS, canonical_json, content_hash
+from ragloupe.evaluate.runs import (
+    BOOTSTRAP_SEED,
+    FLOAT_DIGITS,
+    content_hash,
+    read_report,
+    report_json,
+    write_report,
+)
 from ragloupe.evaluate.stats import paired_bootstrap_ci, paired_permutation_p
 
 SCHEMA = "ragloupe.tune/1"
@@ -563,7 +570,7 @@ class TuneReport:
     path: Path | None = None
 
     def to_json(self) -> str:
-        return canonical_json({**self.data, "run_id": self.run_id, "timings": self.timings})
+        return report_json(self.run_id, self.data, self.timings)
 
 
 def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full",
@@ -836,27 +843,13 @@ def apply_to_env(report: TuneReport, env_file: Path | None = None) -> tuple[bool
 # --- reports on disk ----------------------------------------------------------------
 
 def save_tune(report: TuneReport, settings: Settings) -> TuneReport:
-    runs_dir = settings.path("runs_dir")
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    path = runs_dir / f"{report.run_id}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(report.to_json(), encoding="utf-8")
-    tmp.replace(path)
+    path = write_report(report.run_id, report.to_json(), settings)
     return TuneReport(report.run_id, report.data, report.timings, path)
 
 
 def load_tune(path: Path) -> TuneReport:
-    import json
-
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunNotFound(f"{path}: not a readable tuning report ({type(exc).__name__})") from None
-    if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
-        raise RunNotFound(f"{path}: not a ragloupe tuning report")
-    timings = raw.pop("timings", {})
-    run_id = raw.pop("run_id", Path(path).stem)
-    return TuneReport(run_id, raw, timings, Path(path))
+    run_id, data, timings = read_report(Path(path), SCHEMA, "tuning")
+    return TuneReport(run_id, data, timings, Path(path))
 
 
 def latest_tune(settings: Settings, scope: str | None = None) -> TuneReport | None:
