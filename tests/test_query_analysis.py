@@ -8,7 +8,7 @@ import pytest
 
 from retrieval_corpus import build_index, corpus_chunks
 from ragloupe.models import Chunk
-from ragloupe.numbers import extract_quantities
+from ragloupe.numbers import extract_quantities, is_year
 from ragloupe.retrieve.query_analysis import (
     FEATURES, Period, analyze, bm25_expansion, document_period, match_features, prefer_period)
 from ragloupe.retrieve.search import search
@@ -43,6 +43,14 @@ def test_every_written_form_of_a_fiscal_year_is_the_same_period(question):
 ])
 def test_a_bare_number_names_no_period(question):
     assert analyze(question).periods == ()
+
+
+@pytest.mark.parametrize("year", [1899, 1900, 1999, 2021, 2099, 2100, 2101])
+def test_a_bare_year_names_a_period_exactly_when_numbers_calls_it_a_year(year):
+    """One year rule (numbers.YEAR_PATTERN): query analysis and answer matching never disagree."""
+    names_a_period = bool(analyze(f"What was the deficit in {year}?").periods)
+    (figure,) = extract_quantities(str(year))
+    assert names_a_period == is_year(figure) == (1900 <= year <= 2099)
 
 
 def test_two_periods_target_the_later_one():

@@ -36,6 +36,13 @@ _QUANTITY_RE = re.compile(
     re.IGNORECASE,
 )
 
+# A year, as every stage reads one: four digits from 1900 to 2099. is_year() applies it
+# to a figure already read; YEAR_PATTERN is the fragment for bigger patterns (query
+# analysis's "2020/21" and "31 March 2021", a table's year header, an EU act's
+# "2012/18"), so no stage keeps a year rule of its own.
+YEAR_PATTERN = r"(?:19|20)\d{2}"
+_YEAR_RE = re.compile(YEAR_PATTERN)
+
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
 
 # Words that carry no meaning for "is this answer in that text?" (ragloupe.textrules).
@@ -224,13 +231,11 @@ def _canonical(value: float) -> float:
 
 
 def is_year(q: Quantity) -> bool:
-    """A bare four-digit figure from 1900 to 2100 ("2021" of "2021/22"): a date, not an amount.
-    The one year rule of the package (answer matching, the groundedness screen)."""
+    """A bare four-digit figure that YEAR_PATTERN accepts ("2021" of "2021/22"): a date, not an amount.
+    The one year rule of the package (answer matching, the groundedness screen, query analysis)."""
     if q.currency or q.percent or q.scale != 1.0 or "," in q.raw or "." in q.raw:
         return False
-    if not (1900 <= q.value <= 2100):
-        return False
-    return True
+    return _YEAR_RE.fullmatch(f"{q.value:.0f}") is not None
 
 
 def _stem(token: str) -> str:

@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass
 from itertools import permutations
 from typing import Any, Iterable, Literal, Sequence
 
-from ragloupe.numbers import Quantity, extract_quantities, is_year, same_quantity
+from ragloupe.numbers import YEAR_PATTERN, Quantity, extract_quantities, is_year, same_quantity
 
 Verdict = Literal["NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "UNVERIFIABLE"]
 # Worst first: the answer's verdict is its worst token's.
@@ -90,7 +90,7 @@ _STANDARD_RE = re.compile(
     r"\s?(?P<number>\d{2,6}(?:[-.]\d+)*)(?::(?P<year>\d{4}))?\b")
 _EU_ACT_RE = re.compile(
     r"(?:\b(?P<kind>Directive|Regulation|Decision)\s+(?:\((?:EU|EC|EEC|Euratom)\)\s*)?(?:No\.?\s*)?)?"
-    r"\b(?P<number>(?:19|20)\d{2}/\d{1,4}|\d{1,4}/(?:19|20)\d{2})"
+    rf"\b(?P<number>{YEAR_PATTERN}/\d{{1,4}}|\d{{1,4}}/{YEAR_PATTERN})"
     r"(?:/(?P<suffix>EU|EC|EEC|Euratom))?\b")
 # Citations and page references in the answer are not claims about the documents.
 _REFERENCE_RE = re.compile(r"\[[^\]]{0,40}\]|\b(?:pages?|pp?\.)\s*\d+|\brecord\s+[\w.]+", re.IGNORECASE)

@@ -22,11 +22,12 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ragloupe.models import Table
+from ragloupe.numbers import YEAR_PATTERN
 
 # A figure as tables print it: 1,559,285  (1,234)  -12.5  £769  45%  and "-" for nil.
 _VALUE = re.compile(r"^[(\-–−]?[£$€]?\(?[\d][\d,]*(?:\.\d+)?\)?%?$|^[-–—]$")
 # Header-like figures: years and financial years (2023, 2022/23), units (£'000, £000s).
-_HEADER_FIGURE = re.compile(r"^(?:19|20)\d\d(?:[/-]\d{2,4})?$|^£\s?'?000'?s?$", re.IGNORECASE)
+_HEADER_FIGURE = re.compile(rf"^{YEAR_PATTERN}(?:[/-]\d{{2,4}})?$|^£\s?'?000'?s?$", re.IGNORECASE)
 _MIN_TABULAR_LINES = 3
 _MIN_VALUE_SHARE_OF_LINE = 0.4
 _MAX_HEADER_ROWS = 3

@@ -41,7 +41,7 @@ from typing import Iterable, Sequence
 
 from ragloupe.index.lexical import _STANDARD_BODIES, normalise, tokenize
 from ragloupe.models import Chunk
-from ragloupe.numbers import Quantity, extract_quantities, key_quantities, same_quantity
+from ragloupe.numbers import YEAR_PATTERN, Quantity, extract_quantities, key_quantities, same_quantity
 
 # The features match_features() returns, always all of them, in this order.
 FEATURES = (
@@ -60,25 +60,24 @@ _MONTHS = {name: number for number, names in enumerate((
     ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sept", "sep"),
     ("october", "oct"), ("november", "nov"), ("december", "dec")), start=1) for name in names}
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_YEAR4 = r"(?:19|20)\d{2}"
 
 # "2020/21", "2020-21", "2020 - 2021", "FY2020/21", "financial year 2020-21"; also a range
 # "2020-2022". Not "2012/18/EU" (a directive: a third part follows) nor "2020-21-05".
 _PAIR_RE = re.compile(
-    rf"(?<![\w£$€.,/-])(?:fy\s?)?(?P<y1>{_YEAR4})\s?[/-]\s?(?P<y2>(?:19|20)?\d{{2}})(?![\w%]|[/-]\d|\.\d)")
+    rf"(?<![\w£$€.,/-])(?:fy\s?)?(?P<y1>{YEAR_PATTERN})\s?[/-]\s?(?P<y2>{YEAR_PATTERN}|\d{{2}})(?![\w%]|[/-]\d|\.\d)")
 # "31 March 2021", "March 2022", "31st march 2021", optionally after "year ended/ending".
 _DATE_RE = re.compile(
     rf"(?P<ended>(?:year|period|twelve months|12 months) end(?:ed|ing)?\s(?:on\s)?)?"
-    rf"(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s)?{_MONTH}\s(?P<year>{_YEAR4})(?!\d)")
+    rf"(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s)?{_MONTH}\s(?P<year>{YEAR_PATTERN})(?!\d)")
 # "FY2021", "FY 21", "FY21".
-_FY_RE = re.compile(r"(?<![\w£$€])fy\s?'?(?P<year>(?:19|20)?\d{2})(?![\w/%.]|-\d)")
+_FY_RE = re.compile(rf"(?<![\w£$€])fy\s?'?(?P<year>{YEAR_PATTERN}|\d{{2}})(?![\w/%.]|-\d)")
 # A bare year after a word that makes it the time asked about. The year must stand
 # alone: not "in 2021/22" (that is a pair) nor "in 2021.5". Words naming a boundary
 # ("from 2012", "since 2019", "by 2030") are left out: the question is not about that year.
 _BARE_RE = re.compile(
     r"(?<![\w£$€])(?:in|during|for|of|throughout|over|within|year|calendar year|"
     r"financial year|fiscal year|end of)\s"
-    rf"(?P<year>{_YEAR4})(?![\w%£$€]|[/-]\d|[.,]\d)")
+    rf"(?P<year>{YEAR_PATTERN})(?![\w%£$€]|[/-]\d|[.,]\d)")
 
 # A standard written "<BODY> <number>", the bodies the index tokenizer knows, with the
 # number glued, spaced or hyphenated: "ISO 31000", "ISO31000", "ISO-31000", "EN ISO 13849-1".
