@@ -1,7 +1,11 @@
 """ragloupe workbench: the entry point. `make run` starts it on 127.0.0.1:8501.
 
 It only sets up the page and the navigation; each page is a file under
-pages/ that reads widgets, calls into ragloupe and lays out the result.
+views/ that reads widgets, calls into ragloupe and lays out the result.
+The folder is not called pages/: a pages/ folder next to this file puts
+Streamlit in its old "multipage v1" mode, where a fresh server whose first
+request is a page URL (a bookmark, a reload) runs that file alone, with an
+automatic sidebar instead of this navigation.
 
 Arguments after `--` (`streamlit run streamlit_app.py -- --index-if-empty PATH ...`)
 name sources to index in the background when the index is empty, so a first
@@ -17,12 +21,11 @@ bootstrap_environment()
 
 import streamlit as st  # noqa: E402
 
-PAGES_DIR = Path(__file__).parent / "pages"
+PAGES_DIR = Path(__file__).parent / "views"
 ICON = Path(__file__).parent / "assets" / "favicon.png"  # local: a material icon is fetched from Google
 
 # (section, file, title, material icon). The first page is the default, served at /;
-# the others at /<file> (the URL Streamlit's pages/ convention gives them too, see
-# ragloupe.ui.guard.inside_navigation).
+# the others at /<file>, the url_path given to st.Page.
 PAGES = (
     ("Retrieval", "search_compare", "Search & compare", "compare_arrows"),
     ("Retrieval", "answer", "Answer", "chat"),

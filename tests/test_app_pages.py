@@ -20,7 +20,7 @@ from ragloupe.config import PROJECT_ROOT, Settings
 from ragloupe.ingest.uploads import sanitise_filename, save_upload
 from ragloupe.ui.text import highlight_html, md_escape, query_terms
 
-PAGES = PROJECT_ROOT / "pages"
+PAGES = PROJECT_ROOT / "views"
 BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
 GRAMPIAN_GOLD = PROJECT_ROOT / "data/benchmarks/grampian/eval/Grampian-2021-2022.eval.json"
 TIMEOUT = 300
@@ -279,6 +279,14 @@ def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env):
                    if not _missing(row[f"{mode} #"]) and row[f"{mode} #"] <= k) == k
 
 
+def test_the_pages_folder_is_not_named_pages():
+    """A pages/ folder beside streamlit_app.py switches Streamlit to its old multipage mode:
+    a bookmarked page URL then opens alone, without the app's navigation (test_browser.py
+    shows it in a browser). The app's pages live in views/."""
+    assert not (PROJECT_ROOT / "pages").exists()
+    assert (PAGES / "search_compare.py").is_file()
+
+
 def test_search_page_keeps_its_inputs_and_result_across_navigation(app_env):
     app = AppTest.from_file(str(PROJECT_ROOT / "streamlit_app.py"), default_timeout=TIMEOUT)
     app.run()  # the app's default page is Search & compare
@@ -291,10 +299,10 @@ def test_search_page_keeps_its_inputs_and_result_across_navigation(app_env):
     app.run()
     assert_clean(app)
     table = app.dataframe[0].value
-    app.switch_page("pages/run_info.py").run()
+    app.switch_page("views/run_info.py").run()
     assert_clean(app)
     assert app.title[0].value == "Run info"
-    app.switch_page("pages/search_compare.py").run()
+    app.switch_page("views/search_compare.py").run()
     assert_clean(app)
     assert app.text_input(key="search.question").value == "capital expenditure on buildings"
     assert app.multiselect(key="search.modes").value == ["bm25"]

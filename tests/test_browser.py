@@ -1,4 +1,4 @@
-"""The workbench in a real Chromium: one server, the four flows the product exists for.
+"""The workbench in a real Chromium: the four flows the product exists for, and a bookmarked page.
 
 Starts `streamlit run streamlit_app.py` on a free loopback port against a
 private copy of the demo index (the re-index flow changes it), drives it with
@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,12 +38,11 @@ UPLOADED_RECORDS = (
     "and the test certificates are kept with the permit to work records for ten years.\"\n")
 
 
-@pytest.fixture(scope="module")
-def app_server(demo_index, tmp_path_factory):
-    """A streamlit server over a private copy of the demo index; yields (url, dirs)."""
+@contextmanager
+def _streamlit_server(demo_index, root: Path) -> Iterator[tuple[str, dict[str, Path]]]:
+    """A fresh streamlit server over a private copy of the demo index; yields (url, dirs)."""
     if not CHROMIUM.exists():
         pytest.fail("/usr/bin/chromium is missing: .ci/run installs it (apt-get install chromium)")
-    root = tmp_path_factory.mktemp("browser")
     dirs = {name: root / name for name in ("index", "raw", "runs", "logs")}
     shutil.copytree(demo_index.path("index_dir"), dirs["index"],
                     ignore=shutil.ignore_patterns(".lock"))
@@ -71,6 +72,13 @@ def app_server(demo_index, tmp_path_factory):
             process.kill()
             process.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def app_server(demo_index, tmp_path_factory):
+    """The server the flows run on (the re-index flow changes its index); yields (url, dirs)."""
+    with _streamlit_server(demo_index, tmp_path_factory.mktemp("browser")) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +150,17 @@ def test_workbench_flows_in_a_real_browser(app_server, browser_page, demo_index)
     assert outside == []
 
 
+def test_a_page_url_as_a_fresh_servers_first_request_opens_inside_the_navigation(
+        demo_index, tmp_path_factory, browser_page):
+    """A bookmark or a reload of /evaluation on a just-started server gets the app's
+    navigation (its page titles in the sidebar), not the page alone with Streamlit's
+    automatic sidebar, which is what a pages/ folder next to streamlit_app.py gives."""
+    with _streamlit_server(demo_index, tmp_path_factory.mktemp("first_request")) as (url, _):
+        _open(browser_page, f"{url}/evaluation", "Evaluation")
+        navigation = browser_page.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "Search & compare" in navigation and "Failure audit" in navigation, navigation
+
+
 def _grid_rows(page) -> list[dict[str, str]]:
     """The comparison table's rows as the grid's accessible cells give them (raw values)."""
     grid = page.locator('[data-testid="stDataFrame"]').first
@@ -207,7 +226,7 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index) -> None:
 
     # 1. Chunk Explorer with a document filter: the count shown is the store's. It is the
     # fresh server's first request, so it also pins that a bookmarked page URL opens inside
-    # the app's navigation (page titles in the sidebar), not as a bare pages/ script.
+    # the app's navigation (page titles in the sidebar), not as a bare page script.
     store = open_store(demo_index)
     expected = len(store.ids({"doc_id": "guidance"}))
     _open(page, f"{url}/chunk_explorer", "Chunk Explorer")

@@ -51,19 +51,3 @@ def page_errors() -> Iterator[None]:
     except Exception as exc:  # a bug: keep the traceback off the screen
         st.error(bug_message(exc, log_exception(exc)))
 
-
-def inside_navigation() -> None:
-    """Make sure the page runs inside the app's st.navigation, not on its own.
-
-    A Streamlit quirk: until streamlit_app.py has called st.navigation once in
-    the server process, a pages/ directory next to it means the old
-    "multipage v1" mode, so a fresh server whose first request is a page URL
-    (a bookmark, a reload) runs that pages/ file alone with an auto-made
-    sidebar. The page then switches the process to st.navigation and reruns;
-    page URLs equal the file names, so the rerun lands on the same page.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()

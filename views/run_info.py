@@ -5,10 +5,9 @@ import streamlit as st
 
 from ragloupe.diagnostics import system
 from ragloupe.ui.cache import current_settings, get_store
-from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.guard import page_errors
 from ragloupe.ui.text import md_escape
 
-inside_navigation()
 st.title("Run info")
 st.caption("What produced the numbers on the other pages: compare this with a colleague's "
            "before comparing results.")

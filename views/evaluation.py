@@ -8,13 +8,12 @@ from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_embedder, get_store
 from ragloupe.ui.charts import k_sweep_chart, survival_chart
-from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.guard import page_errors
 from ragloupe.ui.tables import comparison_rows, metrics_rows, parse_ks, run_label
 from ragloupe.ui.widgets import evaluate_with_progress
 
 PAGE = "evaluation"
 
-inside_navigation()
 st.title("Evaluation")
 st.caption("Each run asks every gold question, scores the page view of the ranking and writes "
            "a report under the runs folder. Brackets are 95% bootstrap confidence intervals.")

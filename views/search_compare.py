@@ -13,7 +13,7 @@ from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, get_store,
                                index_documents)
 from ragloupe.ui.charts import bump_chart
-from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.guard import page_errors
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.tables import comparison_columns, comparison_frame, comparison_styler
 from ragloupe.ui.table_view import show_chunk
@@ -23,7 +23,6 @@ from ragloupe.ui.widgets import hit_detail, hit_numbers
 PAGE = "search"
 LEVELS = {"page": "a row per page (or record)", "chunk": "a row per chunk"}
 
-inside_navigation()
 st.title("Search & compare")
 st.caption("One row per page (or chunk), one column group per mode: the mode's final rank and "
            "each engine's rank and raw score. — means that mode or engine did not list it; a "
@@ -211,10 +210,10 @@ with page_errors():
         carried = {"question": shown["question"], "docs": shown["filters"].get("doc_ids", [])}
         if send_col.button("Send to Answer", key="send_answer"):
             state.carry("answer", carried)
-            st.switch_page("pages/answer.py")
+            st.switch_page("views/answer.py")
         if map_col.button("Show on the map", key="send_map"):
             state.carry("embeddings", {**carried, "mode": modes_shown[-1].replace("+rewrite", "")})
-            st.switch_page("pages/embeddings.py")
+            st.switch_page("views/embeddings.py")
 
         st.subheader("Hits by mode")
         for tab, mode in zip(st.tabs(modes_shown), modes_shown):

@@ -7,11 +7,10 @@ from ragloupe.errors import RagloupeError
 from ragloupe.ui.background import (current_job, forget_job, running_job, show_job, start_job,
                                    wait_for_job)
 from ragloupe.ui.cache import current_settings
-from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.guard import page_errors
 from ragloupe.ingest.uploads import UPLOAD_SUFFIXES, clear_index, delete_source, raw_sources, save_upload
 from ragloupe.ui.widgets import flash, index_summary, show_flash
 
-inside_navigation()
 st.title("Index")
 st.caption("Only new and modified files are read and embedded; unchanged ones cost a hash. "
            "The plan below is what the next run will do.")

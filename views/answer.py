@@ -7,11 +7,10 @@ import streamlit as st
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_embedder, get_store, index_documents
-from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.guard import page_errors
 from ragloupe.ui.text import highlight_html, spans_html
 from ragloupe.ui.widgets import chunk_label, chunk_metadata, run_with_elapsed
 
-inside_navigation()
 st.title("Answer")
 st.caption("The model answers only from the retrieved passages and cites them. The screen "
            "checks every figure, standard and legal act of the answer against the passages; "

@@ -9,11 +9,10 @@ from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, 
 from ragloupe.ui.charts import embedding_map
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
-from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.guard import page_errors
 
 COLOUR_BY = {"document": "doc_id", "section": "section", "quality": "quality"}
 
-inside_navigation()
 st.title("Embeddings")
 st.caption("Each point is a chunk. A query and its hits are placed with the same fitted "
            "reducer, so they land among the chunks they resemble.")

@@ -6,13 +6,12 @@ import streamlit as st
 from ragloupe.ui.cache import current_settings, get_selection, get_store, index_documents, load_manifest
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
-from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.guard import page_errors
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.table_view import KINDS, method_label, page_side_by_side, show_chunk
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import chunk_label, chunk_metadata
 
-inside_navigation()
 st.title("Chunk Explorer")
 st.caption("Every chunk in the index with its metadata and full text; pages that ingestion "
            "did not index, and the running headers and footers it stripped, are listed below.")

@@ -8,14 +8,13 @@ from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_embedder, get_store
 from ragloupe.ui.charts import failure_chart
-from ragloupe.ui.guard import inside_navigation, page_errors
+from ragloupe.ui.guard import page_errors
 from ragloupe.ui.tables import audit_rows, gold_rank_rows, retrieved_rows, run_label
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import evaluate_with_progress
 
 PAGE = "audit"
 
-inside_navigation()
 st.title("Failure audit")
 st.caption("Failure codes after Barnett et al. (2024), assigned per question at the run's "
            "failure cutoff k; pick another cutoff to see which questions miss there.")
