@@ -2,7 +2,8 @@
 
 Each returns its own ranked candidate list, best first, with the engine's
 raw score; fusion and reranking happen later, in search.py. This module is
-the edge where the store and the in-process BM25 cache are touched.
+the edge where the store and the in-process BM25 cache are touched; the
+chunks the BM25 is built over come from corpus.all_chunks.
 
 Scores and their meaning:
 - dense: ``score`` is the cosine similarity, 1 - cosine distance, clipped
@@ -14,8 +15,6 @@ Scores and their meaning:
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -24,14 +23,12 @@ import numpy as np
 from ragloupe.config import Settings
 from ragloupe.index import lexical
 from ragloupe.models import Chunk
+from ragloupe.retrieve import corpus
 
 ENGINES = ("dense", "bm25")
 
-# How many BM25 indexes to keep in memory: one per (store, content, k1, b,
-# backend). Two lets a k1/b sweep alternate without rebuilding every call.
-_LEXICAL_CACHE_SIZE = 2
-_lexical_cache: OrderedDict[tuple, lexical.LexicalIndex] = OrderedDict()
-_lexical_lock = threading.Lock()
+# One BM25 index per (store, content, k1, b, backend), the last two kept.
+_lexical_cache: corpus.ContentCache[lexical.LexicalIndex] = corpus.ContentCache()
 
 
 @dataclass(frozen=True)
@@ -83,24 +80,11 @@ def lexical_index(store, settings: Settings) -> lexical.LexicalIndex:
     Keyed by where the store is, its content fingerprint and the BM25
     settings, so changing k1, b or the backend never returns a stale index.
     """
-    key = (settings.chroma_host, settings.chroma_port, str(settings.path("index_dir")),
-           settings.collection, store.fingerprint(),
-           float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend)
-    with _lexical_lock:
-        cached = _lexical_cache.get(key)
-        if cached is not None:
-            _lexical_cache.move_to_end(key)
-            return cached
-    # Built outside the lock: a second thread may build the same index once more,
-    # which costs time but never correctness.
-    built = lexical.build_index(store.all_chunks(), k1=settings.bm25_k1, b=settings.bm25_b,
-                                backend=settings.bm25_backend)
-    with _lexical_lock:
-        _lexical_cache[key] = built
-        _lexical_cache.move_to_end(key)
-        while len(_lexical_cache) > _LEXICAL_CACHE_SIZE:
-            _lexical_cache.popitem(last=False)
-    return built
+    key = corpus.content_key(store, settings)
+    return _lexical_cache.get(
+        key + (float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend),
+        lambda: lexical.build_index(corpus.all_chunks(store, settings, key), k1=settings.bm25_k1,
+                                    b=settings.bm25_b, backend=settings.bm25_backend))
 
 
 def bm25_search(index: lexical.LexicalIndex, query: str, n: int,

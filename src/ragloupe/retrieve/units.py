@@ -17,14 +17,13 @@ scope directly, with two signals the chunk engines cannot give:
   ``top2`` (the mean of its two best chunks).
 
 ``build_unit_index`` and ``unit_scores`` are pure; ``unit_index`` is the edge
-that reads the store, cached per store content like the chunk BM25 index.
+that reads the store (every chunk through corpus.all_chunks, then the
+embeddings), cached per store content like the chunk BM25 index.
 How these signals are fused with the chunk view is ``aggregate.unit_view``.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -33,15 +32,12 @@ import numpy as np
 from ragloupe.config import Settings
 from ragloupe.index import lexical
 from ragloupe.models import Chunk
+from ragloupe.retrieve import corpus
 
 DENSE_RULES = ("centroid", "max", "mean", "top2")
 # Settings.unit_view: which units get whole-unit signals. "records": only the
 # records of CSV/JSONL corpora (PDF pages keep the chunk view); "all": pages too.
 VIEWS = ("none", "records", "all")
-
-_CACHE_SIZE = 2
-_cache: OrderedDict[tuple, "UnitIndex"] = OrderedDict()
-_lock = threading.Lock()
 
 
 @dataclass
@@ -62,6 +58,9 @@ class UnitIndex:
 
     def __len__(self) -> int:
         return len(self.units)
+
+
+_cache: corpus.ContentCache[UnitIndex] = corpus.ContentCache()
 
 
 def joined_text(chunks: Sequence[Chunk]) -> str:
@@ -154,23 +153,15 @@ def unit_scores(index: UnitIndex, query: str, query_embedding: np.ndarray | None
 
 def unit_index(store, settings: Settings) -> UnitIndex:
     """The unit index of the store's records (and pages, under unit_view=all), cached per content."""
-    key = (settings.chroma_host, settings.chroma_port, str(settings.path("index_dir")),
-           settings.collection, store.fingerprint(), settings.unit_view,
-           float(settings.bm25_k1), float(settings.unit_bm25_b), settings.bm25_backend)
-    with _lock:
-        cached = _cache.get(key)
-        if cached is not None:
-            _cache.move_to_end(key)
-            return cached
-    chunks = store.all_chunks()
-    if settings.unit_view == "records":
-        chunks = [c for c in chunks if c.record_id]
-    embeddings = store.get_embeddings([c.chunk_id for c in chunks]) if chunks else np.zeros((0, 0))
-    built = build_unit_index(chunks, embeddings, k1=settings.bm25_k1, b=settings.unit_bm25_b,
-                             backend=settings.bm25_backend)
-    with _lock:
-        _cache[key] = built
-        _cache.move_to_end(key)
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return built
+    key = corpus.content_key(store, settings)
+
+    def build() -> UnitIndex:
+        chunks = corpus.all_chunks(store, settings, key)
+        if settings.unit_view == "records":
+            chunks = [c for c in chunks if c.record_id]
+        embeddings = store.get_embeddings([c.chunk_id for c in chunks]) if chunks else np.zeros((0, 0))
+        return build_unit_index(chunks, embeddings, k1=settings.bm25_k1, b=settings.unit_bm25_b,
+                                backend=settings.bm25_backend)
+
+    return _cache.get(key + (settings.unit_view, float(settings.bm25_k1), float(settings.unit_bm25_b),
+                             settings.bm25_backend), build)
