@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from ragloupe.config import PROJECT_ROOT, Settings, get_settings
 from ragloupe.errors import GoldSetInvalid, RagloupeError, RunNotFound
@@ -53,11 +53,16 @@ _UNREPORTED_SETTINGS = {"raw_dir", "index_dir", "runs_dir", "benchmarks_dir", "m
                         "openai_api_key"}
 
 SearchFn = Callable[..., Ranking]
+ReportT = TypeVar("ReportT", bound="Report")
 
 
 @dataclass(frozen=True)
-class RunReport:
-    """A written evaluation run. ``data`` is the deterministic report, ``timings`` apart."""
+class Report:
+    """A report under runs_dir: ``data`` is deterministic, ``timings`` kept apart.
+
+    Evaluation runs and tuning runs are both written through ``to_json``, so a
+    rerun of either is byte-identical but for ``timings``.
+    """
 
     run_id: str
     data: dict
@@ -65,7 +70,12 @@ class RunReport:
     path: Path | None = None
 
     def to_json(self) -> str:
-        return report_json(self.run_id, self.data, self.timings)
+        return canonical_json({**self.data, "run_id": self.run_id, "timings": self.timings})
+
+
+@dataclass(frozen=True)
+class RunReport(Report):
+    """A written evaluation run."""
 
     @property
     def aggregates(self) -> dict:
@@ -149,7 +159,7 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
         timings["answer_s_mean"] = round(sum(answer_seconds) / max(len(answer_seconds), 1), 3)
     report = RunReport(run_id, data, timings)
     if write:
-        report = save_run(report, settings)
+        report = save_report(report, settings)
     return report
 
 
@@ -402,28 +412,19 @@ def _answer_one(query: GoldQuery, ranking: Ranking | None, settings: Settings, a
 
 # --- reports on disk ------------------------------------------------------------
 
-def report_json(run_id: str, data: dict, timings: dict) -> str:
-    """A report as it is written: canonical JSON of ``data`` with its run id and timings beside it.
-
-    Evaluation and tuning reports share it, so both stay byte-identical on a rerun
-    but for ``timings``.
-    """
-    return canonical_json({**data, "run_id": run_id, "timings": timings})
-
-
-def write_report(run_id: str, text: str, settings: Settings) -> Path:
-    """Write a report's text as runs_dir/<run_id>.json and return that path.
+def save_report(report: ReportT, settings: Settings) -> ReportT:
+    """Write a report as runs_dir/<run_id>.json; the same report, with its path.
 
     Written to a temporary file and renamed, so a reader (the runs list, the
     app) never sees half a report.
     """
     runs_dir = settings.path("runs_dir")
     runs_dir.mkdir(parents=True, exist_ok=True)
-    path = runs_dir / f"{run_id}.json"
+    path = runs_dir / f"{report.run_id}.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(report.to_json(), encoding="utf-8")
     tmp.replace(path)
-    return path
+    return dataclasses.replace(report, path=path)
 
 
 def read_report(path: Path, schema: str, kind: str) -> tuple[str, dict, dict]:
@@ -440,11 +441,6 @@ def read_report(path: Path, schema: str, kind: str) -> tuple[str, dict, dict]:
     timings = raw.pop("timings", {})
     run_id = raw.pop("run_id", path.stem)
     return run_id, raw, timings
-
-
-def save_run(report: RunReport, settings: Settings) -> RunReport:
-    path = write_report(report.run_id, report.to_json(), settings)
-    return dataclasses.replace(report, path=path)
 
 
 def load_run(ref: str | Path, settings: Settings | None = None) -> RunReport:

@@ -47,10 +47,10 @@ from ragloupe.evaluate.goldset import GoldQuery, GoldSet, load_goldset
 from ragloupe.evaluate.runs import (
     BOOTSTRAP_SEED,
     FLOAT_DIGITS,
+    Report,
     content_hash,
     read_report,
-    report_json,
-    write_report,
+    save_report,
 )
 from ragloupe.evaluate.stats import paired_bootstrap_ci, paired_permutation_p
 
@@ -561,16 +561,8 @@ def out_of_fold(scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldR
 # --- the run -----------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class TuneReport:
-    """A written tuning run: ``data`` is deterministic, ``timings`` apart."""
-
-    run_id: str
-    data: dict
-    timings: dict = field(default_factory=dict)
-    path: Path | None = None
-
-    def to_json(self) -> str:
-        return report_json(self.run_id, self.data, self.timings)
+class TuneReport(Report):
+    """A written tuning run."""
 
 
 def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full",
@@ -625,7 +617,7 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     report = TuneReport(run_id, data, timings)
     if progress:
         progress(1.0, "done")
-    return save_tune(report, settings) if write else report
+    return save_report(report, settings) if write else report
 
 
 def _indexed_only(questions: list[TuneQuestion], store, scope: str) -> list[TuneQuestion]:
@@ -841,11 +833,6 @@ def apply_to_env(report: TuneReport, env_file: Path | None = None) -> tuple[bool
 
 
 # --- reports on disk ----------------------------------------------------------------
-
-def save_tune(report: TuneReport, settings: Settings) -> TuneReport:
-    path = write_report(report.run_id, report.to_json(), settings)
-    return TuneReport(report.run_id, report.data, report.timings, path)
-
 
 def load_tune(path: Path) -> TuneReport:
     run_id, data, timings = read_report(Path(path), SCHEMA, "tuning")
