@@ -59,19 +59,19 @@ def page_side_by_side(chunks: list[Chunk], terms: Iterable[str] = ()) -> None:
     tables = [c for c in chunks if c.kind == "table"]
     left, right = st.columns(2)
     with left:
-        st.subheader(f"Prose ({len(prose)} chunks)")
-        for chunk in prose:
-            st.caption(f"chunk {chunk.position} · {chunk.n_tokens} tokens")
-            show_chunk(chunk, terms)
-        if not prose:
-            st.caption("No prose chunk on this page.")
+        _chunk_column("Prose", prose, "No prose chunk on this page.", terms)
     with right:
-        st.subheader(f"Tables ({len(tables)} chunks)")
-        for chunk in tables:
-            st.caption(f"chunk {chunk.position} · {chunk.n_tokens} tokens")
-            show_chunk(chunk, terms)
-        if not tables:
-            st.caption("No table was found on this page.")
+        _chunk_column("Tables", tables, "No table was found on this page.", terms)
+
+
+def _chunk_column(heading: str, chunks: list[Chunk], when_none: str, terms: Iterable[str]) -> None:
+    """One side of page_side_by_side: the heading with the chunk count, then each chunk or ``when_none``."""
+    st.subheader(f"{heading} ({len(chunks)} chunks)")
+    for chunk in chunks:
+        st.caption(f"chunk {chunk.position} · {chunk.n_tokens} tokens")
+        show_chunk(chunk, terms)
+    if not chunks:
+        st.caption(when_none)
 
 
 def method_label(method: str, confidence: float | None) -> str:
