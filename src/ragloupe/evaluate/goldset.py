@@ -127,6 +127,14 @@ def load_goldset(path: str | Path) -> GoldSet:
                    queries=tuple(queries), findings=tuple(findings))
 
 
+def load_goldsets(goldsets: Iterable[GoldSet | str | Path]) -> list[GoldSet]:
+    """The gold sets given, each loaded unless it already is one; GoldSetInvalid when none is given."""
+    sets = [g if isinstance(g, GoldSet) else load_goldset(g) for g in goldsets]
+    if not sets:
+        raise GoldSetInvalid("no gold set given")
+    return sets
+
+
 def goldset_name(path: Path) -> str:
     name = path.name
     for suffix in (".eval.json", ".gold.json", ".json"):

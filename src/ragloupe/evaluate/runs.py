@@ -28,7 +28,7 @@ from ragloupe.errors import GoldSetInvalid, RagloupeError, RunNotFound
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.audit import CATEGORIES as AUDIT_CATEGORIES
 from ragloupe.evaluate.audit import LabelAudit, audit_queries
-from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldset
+from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldsets
 from ragloupe.evaluate.taxonomy import (
     GENERATION_CODES,
     NOT_ASSESSED,
@@ -114,9 +114,7 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
         raise GoldSetInvalid(f"unknown scope {scope!r}; use doc or all")
     if failure_k < 1:
         raise GoldSetInvalid("the failure cutoff k must be at least 1")
-    sets = [g if isinstance(g, GoldSet) else load_goldset(g) for g in goldsets]
-    if not sets:
-        raise GoldSetInvalid("no gold set given")
+    sets = load_goldsets(goldsets)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
 

@@ -41,9 +41,9 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ragloupe.config import PROJECT_ROOT, Settings, get_settings
-from ragloupe.errors import GoldSetInvalid, RagloupeError, RunNotFound
+from ragloupe.errors import RagloupeError, RunNotFound
 from ragloupe.evaluate import metrics as M
-from ragloupe.evaluate.goldset import GoldQuery, GoldSet, load_goldset
+from ragloupe.evaluate.goldset import GoldQuery, GoldSet, load_goldsets
 from ragloupe.evaluate.runs import (
     BOOTSTRAP_SEED,
     FLOAT_DIGITS,
@@ -572,9 +572,7 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     settings = settings or get_settings()
     if scope not in SCOPES:
         raise TuningError(f"unknown scope {scope!r}; use doc or all")
-    sets = [g if isinstance(g, GoldSet) else load_goldset(g) for g in goldsets]
-    if not sets:
-        raise GoldSetInvalid("no gold set given")
+    sets = load_goldsets(goldsets)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
     questions = tune_questions(sets)
@@ -766,9 +764,7 @@ def train_learned(goldsets: Sequence[GoldSet | str | Path], out: Path, settings:
     from ragloupe.retrieve import learned
 
     settings = settings or get_settings()
-    sets = [g if isinstance(g, GoldSet) else load_goldset(g) for g in goldsets]
-    if not sets:
-        raise GoldSetInvalid("no gold set given")
+    sets = load_goldsets(goldsets)
     if store is None:
         from ragloupe.index.store import open_store
 
