@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -527,6 +528,27 @@ def test_failure_audit_page_shows_the_runs_codes(app_env):
     first = misses[0]
     assert any(t.value == f"Question: {first['question']}" for t in app.text)
     assert any(t.value == f"Evidence: {first['failure']['evidence']}" for t in app.text)
+
+
+def test_failure_audit_opens_a_question_in_search_and_compare(app_env):
+    from ragloupe.evaluate.runs import evaluate
+
+    report = evaluate([_smallest_goldset(app_env)], mode="bm25", ks=[1, 3], scope="doc",
+                      settings=app_env)
+    app = AppTest.from_file(str(PROJECT_ROOT / "streamlit_app.py"), default_timeout=TIMEOUT)
+    app.run()
+    app.switch_page("views/failure_audit.py").run()
+    app.toggle(key="audit.only_misses").set_value(False).run()  # every question is listed
+    button(app, "Open in Search & compare").click().run()
+    assert_clean(app)
+    assert app.title[0].value == "Search & compare"
+    assert app.text_input(key="search.question").value == report.data["queries"][0]["question"]
+
+
+def test_every_page_switch_names_a_page_file():
+    targets = {target for path in PAGES.glob("*.py")
+               for target in re.findall(r'switch_page\("([^"]+)"\)', path.read_text(encoding="utf-8"))}
+    assert targets and all((PROJECT_ROOT / target).is_file() for target in targets), targets
 
 
 def test_failure_audit_page_without_runs_evaluates_the_gold_sets_on_request(app_env, tmp_path,

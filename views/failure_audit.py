@@ -92,7 +92,7 @@ with page_errors():
                                "docs": [query["doc_id"]] if run.data["scope"] == "doc" else [],
                                "modes": [run.data["mode"].replace("+rewrite", "")]})
         st.session_state["_search_pending"] = True
-        st.switch_page("pages/search_compare.py")
+        st.switch_page("views/search_compare.py")
     audit = query.get("label_audit") or {}
     if audit.get("flagged"):
         meaning = run.data["label_audit"].get("categories", {}).get(audit.get("category", ""))
