@@ -54,6 +54,7 @@ from itertools import permutations
 from typing import Any, Iterable, Literal, Sequence
 
 from ragloupe.numbers import YEAR_PATTERN, Quantity, extract_quantities, is_year, same_quantity
+from ragloupe.textrules import STANDARD_BODIES, UNITS, one_of
 
 Verdict = Literal["NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "UNVERIFIABLE"]
 # Worst first: the answer's verdict is its worst token's.
@@ -67,7 +68,9 @@ MAX_ROUNDING_CHANCE = 0.05
 LIMITS = ("The screen matches figures, standards and legal acts, not meaning: a negated or "
           "misread sentence whose figures are in the cited passage passes.")
 
-# Units a figure may carry. Longer spellings first so "mm" is not read as "m".
+# Units a figure may carry: the shared list (ragloupe.textrules.UNITS), the spelled-out
+# words this screen reads as them, durations ("3 days" is "3 day") and "%". A synonym is
+# mapped to its unit, so "10 millimetres" and "10 mm" are one quantity.
 _UNIT_SYNONYMS = {
     "per cent": "%", "percent": "%", "millimetres": "mm", "millimeters": "mm", "millimetre": "mm",
     "centimetres": "cm", "centimeters": "cm", "kilometres": "km", "kilometers": "km",
@@ -76,17 +79,15 @@ _UNIT_SYNONYMS = {
     "degrees c": "°c", "° c": "°c", "hours": "h", "hrs": "h", "hr": "h", "seconds": "s",
     "minutes": "min", "days": "day", "years": "year",
 }
-_UNITS = sorted(set(_UNIT_SYNONYMS) | {
-    "m/s", "km/h", "mm/h", "mm/day", "m/s2", "m2", "m3", "mm", "cm", "km", "m", "kg", "t", "g",
-    "l", "ml", "°c", "°f", "kpa", "mpa", "pa", "bar", "barg", "psi", "kw", "mw", "gw", "kwh",
-    "mwh", "gwh", "hz", "kv", "v", "ppm", "ppb", "db", "h", "s", "min", "day", "year", "year(s)",
-    "g/s", "kg/s", "m3/h", "m3/s", "l/s", "%",
-}, key=len, reverse=True)
-_UNIT_RE = re.compile(r"\s?(" + "|".join(re.escape(u) for u in _UNITS) + r")(?![\w/²³])", re.IGNORECASE)
+_READ_UNITS = UNITS | set(_UNIT_SYNONYMS) | {"day", "year", "year(s)", "%"}
+_UNIT_RE = re.compile(rf"\s?({one_of(_READ_UNITS)})(?![\w/²³])", re.IGNORECASE)
 
+# "ISO 31000", "BS EN ISO 13849-1", "ISO/IEC 27001", "API RP 752", "CEN/TS 16555": the shared
+# bodies (textrules.STANDARD_BODIES), upper case as answers write them, joined by a space or
+# a slash, with an optional qualifier.
+_BODY = one_of(b.upper() for b in STANDARD_BODIES)
 _STANDARD_RE = re.compile(
-    r"\b(?P<body>(?:BS\s+EN\s+ISO|BS\s+EN|EN\s+ISO|ISO/IEC|IEC/EN|ANSI/API|ISO|IEC|EN|API|ASME|"
-    r"BS|NFPA|ANSI|DIN|IEEE|CEN/TS|NORSOK)(?:\s+(?:RP|Std|Standard|Spec|TR|TS))?)"
+    rf"\b(?P<body>{_BODY}(?:(?:\s+|/){_BODY})*(?:(?:\s+|/)(?:RP|Std|Standard|Spec|TR|TS))?)"
     r"\s?(?P<number>\d{2,6}(?:[-.]\d+)*)(?::(?P<year>\d{4}))?\b")
 _EU_ACT_RE = re.compile(
     r"(?:\b(?P<kind>Directive|Regulation|Decision)\s+(?:\((?:EU|EC|EEC|Euratom)\)\s*)?(?:No\.?\s*)?)?"

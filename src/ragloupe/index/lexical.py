@@ -31,16 +31,14 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ragloupe.models import Chunk
-from ragloupe.textrules import BM25_STOPWORDS
+from ragloupe.textrules import BM25_STOPWORDS, STANDARD_BODIES, UNITS, one_of
 
 BACKENDS = ("rank_bm25", "bm25s")
 
-# Standard bodies whose codes are written "<BODY> <number>" ("ISO 31000", "EN ISO 13849-1").
-_STANDARD_BODIES = r"(?:iso|iec|en|bs|din|api|astm|nfpa|ansi|asme|ieee|cen|cenelec)"
-# Units that follow a number. Ambiguous single letters that are common English
-# words ("a", "k") are left out so "10 a day" stays three tokens.
-_UNITS = (r"(?:mm|cm|km|m3|m2|m²|m³|m|kg|mg|g|tonnes|t|mbar|barg|bar|kpa|mpa|pa|°c|"
-          r"kwh|mwh|gwh|kw|mw|gw|ml|l|ms|s|h|khz|hz|ppm|ppb|kv|v|wte)")
+# Standard bodies ("ISO 31000", "EN ISO 13849-1") and units after a number ("10 mm",
+# "3.5 m/s"): the shared lists of ragloupe.textrules, which say why each entry is there.
+_STANDARD_BODY = one_of(STANDARD_BODIES)
+_UNIT = one_of(UNITS)
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 
 # The leading lookahead lets the scanner skip spaces and punctuation after one
@@ -48,13 +46,13 @@ _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 _TOKEN_RE = re.compile(
     r"(?=[\w£$€])(?:" + "|".join([
         # ISO 31000, EN 1473, EN ISO 13849-1, ISO-31000
-        rf"(?P<standard>\b{_STANDARD_BODIES}(?:[ /]{_STANDARD_BODIES})*[ -]?\d+(?:-\d+)*(?!\w))",
+        rf"(?P<standard>\b{_STANDARD_BODY}(?:[ /]{_STANDARD_BODY})*[ -]?\d+(?:-\d+)*(?!\w))",
         # 2012/18/EU, 2020/21
         r"(?P<slashcode>\b\d+(?:/\d+)+(?:/[a-z]+)?(?![\w/]))",
         # £1,559,285, £1.5m, € 300
         rf"(?P<money>[£$€]\s?{_NUMBER}(?:bn|m|k)?(?!\w))",
         # 90%, 90 %, 10 mm, 10mm
-        rf"(?P<quantity>\b{_NUMBER}\s?(?:%|{_UNITS}(?!\w)))",
+        rf"(?P<quantity>\b{_NUMBER}\s?(?:%|{_UNIT}(?!\w)))",
         # 1.5, 1,559,285, 2023
         rf"(?P<number>\b{_NUMBER}(?!\w))",
         # words and identifiers: dn50, q_2025, covid-19, risk-based

@@ -39,9 +39,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ragloupe.index.lexical import _STANDARD_BODIES, normalise, tokenize
+from ragloupe.index.lexical import normalise, tokenize
 from ragloupe.models import Chunk
 from ragloupe.numbers import YEAR_PATTERN, Quantity, extract_quantities, key_quantities, same_quantity
+from ragloupe.textrules import STANDARD_BODIES, one_of
 
 # The features match_features() returns, always all of them, in this order.
 FEATURES = (
@@ -79,10 +80,11 @@ _BARE_RE = re.compile(
     r"financial year|fiscal year|end of)\s"
     rf"(?P<year>{YEAR_PATTERN})(?![\w%£$€]|[/-]\d|[.,]\d)")
 
-# A standard written "<BODY> <number>", the bodies the index tokenizer knows, with the
-# number glued, spaced or hyphenated: "ISO 31000", "ISO31000", "ISO-31000", "EN ISO 13849-1".
+# A standard written "<BODY> <number>", the bodies the index tokenizer knows (textrules), with
+# the number glued, spaced or hyphenated: "ISO 31000", "ISO31000", "ISO-31000", "EN ISO 13849-1".
+_BODY = one_of(STANDARD_BODIES)
 _STANDARD_RE = re.compile(
-    rf"(?<![\w])(?P<body>{_STANDARD_BODIES}(?:[ /]{_STANDARD_BODIES})*)[ -]?(?P<number>\d+(?:-\d+)*)(?![\w])")
+    rf"(?<![\w])(?P<body>{_BODY}(?:[ /]{_BODY})*)[ -]?(?P<number>\d+(?:-\d+)*)(?![\w])")
 # EU acts: "2012/18/EU", "Directive 2012/18/EU", "96/82/EC".
 _ACT_RE = re.compile(r"(?<![\w/])(?P<code>\d{2,4}/\d{1,4}/(?:eu|ec|eec|euratom))(?![\w/])")
 # Names people use for an act instead of its number.
