@@ -99,7 +99,8 @@ def test_each_choice_list_is_the_one_its_module_implements():
     from ragloupe.retrieve.search import MODES
     from ragloupe.table_chunks import STRATEGIES
 
-    implemented = {"mode": MODES, "fusion": fusion.METHODS, "bm25_backend": BM25S,
+    implemented = {"mode": MODES, "fusion": fusion.METHODS, "learned_fallback": fusion.FIXED_METHODS,
+                   "bm25_backend": BM25S,
                    "page_aggregation": aggregate.RULES, "dynamic_cut": cut.RULES,
                    "llm_backend": LLMS, "projection_method": PROJECTIONS,
                    "table_strategy": STRATEGIES, "unit_view": units.VIEWS, "unit_dense": units.DENSE_RULES,

@@ -137,3 +137,49 @@ def test_learned_fusion_in_tune_never_trains_on_the_held_out_report(trainer):
         for fitted in recording.fitted_on[3 * position: 3 * position + 3]:
             assert not fitted & held_out
             assert {groups[i] for i in fitted} <= set(groups) - {fold.held_out}
+
+
+def test_records_are_fused_by_the_fallback_the_report_pages_by_the_learned_model(demo_index):
+    """The shipped model knows report pages; a Natech record is ranked by learned_fallback, and says so."""
+    s = demo_index.replace(fusion="learned", learned_model="", learned_fallback="minmax")
+    assert learned.load(s).units == "page"
+    pages = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
+                   filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s)
+    assert pages.fusion == "learned" and all(h.learned is not None for h in pages.hits)
+    records = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
+                     filters={"doc_ids": ["guidance"]}, settings=s)
+    assert records.fusion.startswith("minmax (learned fusion was trained on pages")
+    assert all(h.learned is None for h in records.hits)
+    plain = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
+                   filters={"doc_ids": ["guidance"]}, settings=s.replace(fusion="minmax"))
+    assert [h.chunk.chunk_id for h in records.hits] == [h.chunk.chunk_id for h in plain.hits]
+
+
+def test_a_model_trained_on_records_ranks_records_and_leaves_pages_to_the_fallback(demo_index, embedder, tmp_path):
+    from ragloupe.index.store import open_store
+
+    natech = load_goldset(PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json")
+    questions = T.tune_questions([natech])
+    config = T.Config.of("hybrid", demo_index, fusion="learned", candidate_window=30)
+    lists = T.fetch_lists(questions, [config], "doc", demo_index, open_store(demo_index), embedder)
+    model = T.LearnedTrainer(config, questions, lists, demo_index).fit(np.arange(len(questions)))
+    assert model.units == "record"
+    path = tmp_path / "records-model.json"
+    path.write_text(learned.to_json(model), encoding="utf-8")
+    s = demo_index.replace(fusion="learned", learned_model=str(path), learned_fallback="rrf")
+    records = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
+                     filters={"doc_ids": ["guidance"]}, settings=s)
+    assert records.fusion == "learned"
+    pages = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
+                   filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s)
+    assert pages.fusion.startswith("rrf (learned fusion was trained on records")
+
+
+def test_a_model_that_does_not_fit_the_settings_falls_back_and_says_why(demo_index):
+    s = demo_index.replace(fusion="learned", learned_model="", bm25_k1=0.9, learned_fallback="rrf")
+    ranking = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
+                     filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s)
+    assert ranking.fusion == ("rrf (the learned fusion model does not fit: "
+                              "it assumes bm25_k1=1.5 and bm25_k1=0.9 is in force)")
+    assert all(h.learned is None for h in ranking.hits)
+    assert "fusion rrf (the learned fusion model does not fit" in format_ranking(ranking)

@@ -98,9 +98,10 @@ def test_scope_doc_ranks_only_the_gold_document(hybrid_run):
         assert all(item["unit"].startswith(query["doc_id"] + "#") for item in query["ranked"])
 
 
-def test_report_carries_settings_and_fingerprints(hybrid_run, gold_path):
+def test_report_carries_settings_and_fingerprints(hybrid_run, gold_path, run_settings):
     data = hybrid_run.data
-    assert data["settings"]["fusion"] == "rrf" or data["settings"]["fusion"] == "minmax"
+    assert data["settings"]["fusion"] == run_settings.fusion
+    assert data["settings"]["learned_fallback"] == run_settings.learned_fallback
     assert "index_dir" not in data["settings"]
     assert data["fingerprints"]["goldsets"]["mini"] == load_goldset(gold_path).sha256
     assert data["fingerprints"]["index"]

@@ -124,8 +124,9 @@ def retrieval_summary(settings: Settings) -> str:
     parts = [engines]
     if base == "hybrid":
         weights = f"weights {settings.weight_dense:g}:{settings.weight_bm25:g}"
-        parts.append(f"RRF (k={settings.rrf_k}), {weights}" if settings.fusion == "rrf"
-                     else f"min-max fusion, {weights}")
+        fixed = {"rrf": f"RRF (k={settings.rrf_k}), {weights}", "minmax": f"min-max fusion, {weights}"}
+        parts.append(f"learned fusion (records: {fixed[settings.learned_fallback]})"
+                     if settings.fusion == "learned" else fixed[settings.fusion])
     if "rerank" in flags or settings.lexical_rerank:
         parts.append(f"rerank ({'cross-encoder' if settings.cross_encoder_model else 'lexical'})")
     else:

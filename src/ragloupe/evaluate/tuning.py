@@ -482,7 +482,7 @@ class LearnedTrainer:
                 lists.analyses[q], lists.periods))
             gold = set(tq.query.expected_units)
             self.labels.append(np.asarray([1 if c.unit in gold else 0 for c in chunks]))
-        self.fingerprint = {"settings": learned_assumed(self.configured),
+        self.fingerprint = {"settings": learned_assumed(self.configured), "units": unit_kind(questions),
                             "candidate_window": int(self.configured.candidate_window)}
 
     def fit(self, train: np.ndarray, goldsets: dict | None = None):
@@ -512,6 +512,11 @@ class LearnedTrainer:
             inside = labels == name
             out[inside] = self.fit_and_score(subset[~inside], subset[inside])
         return out
+
+
+def unit_kind(questions: Sequence[TuneQuestion]) -> str:
+    """What the questions' gold units are: "record" if any is a record, else "page"."""
+    return "record" if any(tq.query.expected_records for tq in questions) else "page"
 
 
 def learned_assumed(settings: Settings) -> dict:

@@ -106,6 +106,31 @@ def corpus_views(index: lexical.LexicalIndex) -> CorpusViews:
     return views
 
 
+_terms_lock = threading.Lock()
+_chunk_terms_cache: OrderedDict[tuple[str, str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
+_CHUNK_TERMS_CACHE_SIZE = 50_000  # a candidate window's chunks recur across questions; ~1 KB each
+
+
+def chunk_terms(chunk: Chunk) -> tuple[frozenset, frozenset]:
+    """The BM25 tokens of a chunk's text and of its section heading and title, kept per chunk.
+
+    Tokenising every candidate was most of learned fusion's time per search;
+    the same chunks come back as candidates question after question.
+    """
+    key = (chunk.chunk_id, chunk.text, chunk.section, chunk.title)
+    with _terms_lock:
+        found = _chunk_terms_cache.get(key)
+        if found is not None:
+            _chunk_terms_cache.move_to_end(key)
+            return found
+    found = (frozenset(lexical.tokenize(chunk.text)), frozenset(lexical.tokenize(f"{chunk.section} {chunk.title}")))
+    with _terms_lock:
+        _chunk_terms_cache[key] = found
+        while len(_chunk_terms_cache) > _CHUNK_TERMS_CACHE_SIZE:
+            _chunk_terms_cache.popitem(last=False)
+    return found
+
+
 def query_terms(query: str) -> set[str]:
     """The question's BM25 tokens (stop words dropped), as a set."""
     return set(lexical.tokenize(query))
@@ -161,8 +186,7 @@ def _candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequenc
     rows = np.zeros((len(chunks), len(FEATURES)))
     for i, (chunk, engines) in enumerate(zip(chunks, per_engine)):
         dense, bm25 = engines.get("dense"), engines.get("bm25")
-        chunk_tokens = set(lexical.tokenize(chunk.text))
-        heading_tokens = set(lexical.tokenize(f"{chunk.section} {chunk.title}"))
+        chunk_tokens, heading_tokens = chunk_terms(chunk)
         matches = _analysis_matches(analysis, chunk, periods)
         n_pages = max(views.doc_pages.get(chunk.doc_id, 1), 1)
         row = {

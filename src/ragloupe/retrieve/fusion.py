@@ -13,6 +13,8 @@ from typing import Mapping, Sequence
 # "learned" is ranked by retrieve/learned.py over per-candidate features (it needs the
 # chunks, not only ids and scores); search() applies it after an RRF pass that gathers the candidates.
 METHODS = ("rrf", "minmax", "learned")
+# The methods fuse() computes from the lists alone (learned fusion falls back to one of them).
+FIXED_METHODS = ("rrf", "minmax")
 
 
 @dataclass(frozen=True)

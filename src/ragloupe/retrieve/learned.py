@@ -50,6 +50,11 @@ class LearnedModel:
     intercept: float
     fingerprint: dict
 
+    @property
+    def units(self) -> str:
+        """The kind of unit it was trained to rank: "page" (of a PDF) or "record"."""
+        return str(self.fingerprint.get("units", "page"))
+
     def logits(self, rows: np.ndarray) -> np.ndarray:
         return self.intercept + self._standardised(rows) @ self.coef
 
@@ -168,6 +173,17 @@ def model_path(settings: Settings) -> Path:
 
 def load(settings: Settings) -> LearnedModel:
     """The configured model (RAGLOUPE_LEARNED_MODEL, else the shipped one), checked against the settings."""
+    model = read(settings)
+    problems = mismatches(model, settings)
+    if problems:
+        raise LearnedModelMismatch(f"the learned fusion model {model_path(settings).name} does not fit: "
+                                   + "; ".join(problems)
+                                   + ". Retrain it (`ragloupe tune --train-learned`) or use another fusion")
+    return model
+
+
+def read(settings: Settings) -> LearnedModel:
+    """The configured model file, read once per change of the file; not checked against the settings."""
     path = model_path(settings)
     try:
         stamp = path.stat().st_mtime
@@ -182,8 +198,4 @@ def load(settings: Settings) -> LearnedModel:
         with _cache_lock:
             _cache.clear()
             _cache[key] = model
-    problems = mismatches(model, settings)
-    if problems:
-        raise LearnedModelMismatch(f"the learned fusion model {path.name} does not fit: " + "; ".join(problems)
-                                   + ". Retrain it (`ragloupe tune --train-learned`) or use another fusion")
     return model

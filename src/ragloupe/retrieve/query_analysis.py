@@ -35,6 +35,7 @@ Everything here is pure: text in, dataclasses out.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -403,6 +404,12 @@ def period_match(analysis: QueryAnalysis, doc_period: Period | None) -> float:
     return 0.5 if doc_period in analysis.named_periods else 0.0
 
 
+@functools.lru_cache(maxsize=20_000)
+def _periods_named_in(text: str, fy_start_month: int) -> frozenset:
+    """The fiscal periods a chunk's text names (bare years apart); kept, as chunks recur as candidates."""
+    return frozenset(m.period for m in find_periods(normalise(text), fy_start_month) if m.kind != "year")
+
+
 def match_features(analysis: QueryAnalysis, chunk: Chunk, doc_period: Period | None = None,
                    fy_start_month: int = 4) -> dict[str, float]:
     """Per-candidate features, every name in FEATURES, each a float (0.0 when not applicable).
@@ -412,12 +419,11 @@ def match_features(analysis: QueryAnalysis, chunk: Chunk, doc_period: Period | N
     chunk's text is scanned with the period and code patterns, and figures are
     read only when the question names an amount.
     """
-    text = normalise(chunk.text)
     target = analysis.target_period
     period_in_chunk = 0.0
     if target is not None:
-        chunk_periods = {m.period for m in find_periods(text, fy_start_month) if m.kind != "year"}
-        period_in_chunk = 1.0 if target in chunk_periods else 0.0
+        period_in_chunk = 1.0 if target in _periods_named_in(chunk.text, fy_start_month) else 0.0
+    text = normalise(chunk.text) if analysis.amounts or analysis.codes else ""
     amount_share = 0.0
     if analysis.amounts:
         figures = extract_quantities(text)

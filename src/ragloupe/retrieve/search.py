@@ -228,9 +228,11 @@ def replay(plan: ModePlan, search_text: str, lists: dict[str, list[engines.Engin
     """
     timings = timings if timings is not None else {}
     with _timed(timings, "fusion"):
+        settings, model, fallback = _learned_or_fallback(plan, lists, settings, model)
         candidates, fused_by = _fuse(plan, lists, settings)
         if fused_by == "learned":
             candidates = _learn(search_text, candidates, settings, corpus, model, analysis, periods)
+        fused_by = f"{fused_by} ({fallback})" if fallback else fused_by
     reranker = ""
     if plan.rerank or settings.lexical_rerank:
         with _timed(timings, "rerank"):
@@ -336,6 +338,36 @@ def _fuse(plan: ModePlan, lists: dict[str, list[engines.EngineHit]],
             for f in fused], settings.fusion
 
 
+def _learned_or_fallback(plan: ModePlan, lists: dict[str, list[engines.EngineHit]], settings: Settings,
+                         model) -> tuple[Settings, object, str]:
+    """The settings fusion runs under, the learned model (if it runs) and why it does not (if not).
+
+    A learned model ranks only what it was trained on. Its features assume the
+    settings it was trained under (chunking, BM25, embedding model): under
+    others it does not fit. And it knows one kind of unit: the shipped one
+    learned what makes a report's page the answer (its position in the report
+    among other things), which says nothing about a record of a CSV. In
+    either case every candidate is fused by ``learned_fallback`` instead, and
+    the fusion label says why. A model file that cannot be read is an error.
+    A ``model`` given by the caller (tune trains one per fold) is not checked.
+    """
+    from ragloupe.retrieve import learned
+
+    if settings.fusion != "learned" or len(plan.engines) < 2:
+        return settings, model, ""
+    fallback = settings.replace(fusion=settings.learned_fallback)
+    if model is None:
+        model = learned.read(settings)
+        problems = learned.mismatches(model, settings)
+        if problems:
+            return fallback, None, f"the learned fusion model does not fit: {'; '.join(problems)}"
+    kinds = {"record" if hit.chunk.record_id else "page" for hits in lists.values() for hit in hits}
+    other = sorted(kinds - {model.units})
+    if not other:
+        return settings, model, ""
+    return (fallback, model, f"learned fusion was trained on {model.units}s, these candidates include {other[0]}s")
+
+
 def _learn(query: str, candidates: list[_Candidate], settings: Settings, corpus, model,
            analysis: query_analysis.QueryAnalysis | None,
            periods: dict[str, query_analysis.DocumentPeriod] | None) -> list[_Candidate]:
@@ -435,7 +467,8 @@ def _unit_view(plan: ModePlan, query: str, embedding, filters: dict, pages: list
     held = set(index.units)
     locate = {c.chunk_id: (c.doc_id, c.page, c.record_id) for c in index.lexical.chunks}
     return aggregate.unit_view(pages, {name: pairs for name, pairs in signals.items() if pairs},
-                               weights, settings.fusion, settings.rrf_k,
+                               weights, settings.learned_fallback if settings.fusion == "learned"
+                               else settings.fusion, settings.rrf_k,
                                has_unit_signals=held.__contains__, locate=locate)
 
 
