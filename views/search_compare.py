@@ -99,7 +99,11 @@ with page_errors():
             fusion_col, dense_col, bm25_col, cut_col = st.columns(4)
             fusion = fusion_col.selectbox("Fusion", FUSIONS, key=f"{PAGE}.fusion",
                                           format_func=lambda m: {"rrf": "reciprocal rank (RRF)",
-                                                                 "minmax": "min-max scores"}.get(m, m))
+                                                                 "minmax": "min-max scores",
+                                                                 "learned": "learned (model)"}.get(m, m),
+                                          help="Learned fusion ranks the kind of unit its model was "
+                                               "trained on (report pages, for the shipped one); "
+                                               "other candidates are fused by min-max with the weights here.")
             weight_dense = dense_col.slider("Dense weight", 0.0, 3.0, step=0.1,
                                             key=f"{PAGE}.weight_dense")
             weight_bm25 = bm25_col.slider("BM25 weight", 0.0, 3.0, step=0.1,
@@ -169,6 +173,8 @@ with page_errors():
                               flags=re.IGNORECASE) or "no LLM answered"
                 column.text(f"Rewrite used: {ranking.rewrite}" if ranking.rewrite_used
                             else f"Rewrite not used: {note}")
+            if ranking.fusion:  # what fused, and why learned fusion stood aside when it did
+                column.text(f"Fusion: {ranking.fusion}")
             if ranking.query_analysis:  # the period read, and the year's report it searched
                 column.text("Query analysis: " + describe(ranking.query_analysis))
 
