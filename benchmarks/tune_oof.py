@@ -1,6 +1,7 @@
 """Out-of-fold retrieval figures from the product's own `ragloupe tune`, for the README.
 
     .venv/bin/python benchmarks/tune_oof.py [--space full] [--parts doc,all,natech]
+                                            [--chunking 256/64,384/96] [--out PATH]
 
 What it does, in order (on the index RAGLOUPE_INDEX_DIR points at; `make index`
 builds the demo corpus there):
@@ -19,6 +20,12 @@ with its 95% bootstrap CIs, the in-sample best beside it, the gap, the paired
 tests against the settings in force and against BM25 alone, and each fold's
 choice. Written to benchmarks/results/tune_oof.json, with the tuning run ids
 (their full reports are under RAGLOUPE_RUNS_DIR).
+
+``--chunking`` passes chunking variants to tune: every configuration is also
+scored on a scratch index per variant (built under RAGLOUPE_RUNS_DIR/tune-indexes,
+the index in force is only read), and each part then records the per-variant
+figures and the chunking each fold chose. Write those runs elsewhere than
+tune_oof.json (``--out benchmarks/results/tune_chunking.json``).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ def headline(report: T.TuneReport) -> dict:
             "groups": d["groups"], "out_of_fold": d["out_of_fold"], "in_sample_best": d["in_sample_best"],
             "optimism_gap": d["optimism_gap"], "current": d["current"], "bm25_alone": d["bm25_alone"],
             "versus": d["versus"], "decision": d["decision"], "replay_check": d["replay_check"],
+            "chunking": d.get("chunking"), "indexes": report.timings.get("indexes"),
             "seconds": report.timings.get("total_s")}
 
 
@@ -74,21 +82,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--space", default="full", choices=T.SPACES)
     parser.add_argument("--parts", default=",".join(PARTS))
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--chunking", default=None, metavar="TOKENS/OVERLAP,...",
+                        help="chunking variants scored besides the one in force (ragloupe tune --chunking)")
     args = parser.parse_args(argv)
     settings = get_settings()
     out_path = Path(args.out)
     results = json.loads(out_path.read_text(encoding="utf-8")) if out_path.is_file() else {}
     results.update({"what": "out-of-fold tuning figures from `ragloupe tune` (evaluate/tuning.py)",
                     "procedure": "nested leave-one-document-out (Natech: leave one top-level chapter out)",
-                    "index": str(settings.path("index_dir")), "space": args.space})
+                    "index": str(settings.path("index_dir")), "space": args.space,
+                    "chunking": args.chunking or ""})
     for part in [p.strip() for p in args.parts.split(",") if p.strip()]:
         started = time.perf_counter()
         load_before = os.getloadavg()[0]
         if part in ("doc", "all"):
-            report = T.tune(GRAMPIAN, scope=part, space=args.space, settings=settings)
+            report = T.tune(GRAMPIAN, scope=part, space=args.space, settings=settings, chunking=args.chunking)
             results[f"grampian_{part}"] = headline(report)
         elif part == "natech":
-            report = T.tune([NATECH], scope="doc", space=args.space, settings=settings)
+            report = T.tune([NATECH], scope="doc", space=args.space, settings=settings, chunking=args.chunking)
             results["natech"] = {**headline(report),
                                  "held_out_set": held_out_check(report, NATECH_HELD_OUT, settings)}
         else:
@@ -98,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         oof = results[key]["out_of_fold"]["figures"]
         print(f"{part}: out-of-fold Hit@1 {oof['hit@1']['mean']:.3f} MRR {oof['mrr']['mean']:.3f} "
               f"({time.perf_counter() - started:.0f} s)", flush=True)
+        for variant in (results[key]["chunking"] or {}).get("variants", []) if args.chunking else ():
+            best, held = variant["in_sample_best"], variant["out_of_fold"]
+            print(f"  chunking {variant['chunking']}: in-sample best Hit@1 {best['hit@1']:.3f} MRR {best['mrr']:.3f}; "
+                  f"out-of-fold Hit@1 {held['hit@1']:.3f} MRR {held['mrr']:.3f}", flush=True)
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0

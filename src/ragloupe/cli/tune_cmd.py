@@ -1,7 +1,7 @@
 """`ragloupe tune`: choose retrieval settings out-of-fold and say how much of the win is selection luck.
 
     ragloupe tune [GOLDSET ...] [--scope doc|all] [--space small|full] [--set NAME=VALUE]
-                  [--apply [--env-file PATH]] [--json]
+                  [--chunking TOKENS/OVERLAP,...] [--apply [--env-file PATH]] [--json]
     ragloupe tune [GOLDSET ...] --train-learned [--out PATH]
 
 With no GOLDSET, the shipped Grampian gold sets. Each document (or chapter
@@ -11,6 +11,12 @@ figure of the whole procedure with 95% bootstrap CIs, the gap between them,
 and a paired test against the settings in force; it is written under
 RAGLOUPE_RUNS_DIR. --apply writes the chosen settings to .env only when the
 out-of-fold figure beats the settings in force with that test.
+
+--chunking 128/32,384/96 also scores every configuration on those chunkings,
+each on a scratch index of the gold sets' documents under
+RAGLOUPE_RUNS_DIR/tune-indexes/ (built once, reused while its sources are
+unchanged; the main index is never written to). Applying another chunking
+means rebuilding the index (`ragloupe index --rebuild`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="configurations tried: small (a handful) or full (about a thousand)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
                         help="override a setting the configurations do not fix, e.g. --set top_k=5")
+    parser.add_argument("--chunking", default=None, metavar="TOKENS/OVERLAP,...",
+                        help="chunking variants to score besides the one in force, e.g. 128/32,384/96; "
+                             "each is indexed once into a scratch index of the gold sets' documents")
     parser.add_argument("--apply", action="store_true",
                         help="write the chosen settings to .env if they beat the current ones out-of-fold")
     parser.add_argument("--env-file", default=None, metavar="PATH",
@@ -52,9 +61,11 @@ def default_goldsets() -> list[Path]:
 def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.cli.eval_cmd import BadOption, settings_with
     from ragloupe.evaluate.goldset import load_goldset
+    from ragloupe.evaluate.tune_indexes import parse_chunking
     from ragloupe.evaluate.tuning import apply_to_env, tune
 
     settings = settings_with(args.overrides)
+    chunking = [v.label() for v in parse_chunking(args.chunking)]  # a bad value fails before any work
     paths = [Path(p) for p in args.goldsets] or default_goldsets()
     if not paths:
         raise BadOption("no gold set given and none shipped under data/benchmarks/grampian/eval")
@@ -70,7 +81,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
             text.append(f"leave-one-document-out: Hit@1 {held['hit@1']:.3f}, MRR {held['mrr']:.3f}")
         text.append(f"use it with RAGLOUPE_FUSION=learned RAGLOUPE_LEARNED_MODEL={trained['path']}")
         return CommandResult(trained, "\n".join(text))
-    report = tune(goldsets, scope=args.scope, space=args.space, settings=settings)
+    report = tune(goldsets, scope=args.scope, space=args.space, settings=settings, chunking=chunking)
     applied, apply_note = False, ""
     if args.apply:
         applied, apply_note = apply_to_env(report, Path(args.env_file) if args.env_file else None)
@@ -84,8 +95,8 @@ def summary(report) -> dict:
     d = report.data
     keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
             "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
-            "decision", "replay_check")
-    return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys},
+            "decision", "replay_check", "chunking")
+    return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys if k in d},
             "timings": report.timings}
 
 
@@ -119,14 +130,45 @@ def render(report, apply_note: str = "") -> str:
         test = d["versus"][name]["objective"]
         lines.append(f"out-of-fold vs {label}: objective {test['diff']:+.3f} "
                      f"[{_num(test['ci_low'])}, {_num(test['ci_high'])}], p = {test['p_value']:.3f}")
+    lines += chunking_lines(d, report.timings)
     check = d["replay_check"]
     if check["mismatches"]:
         lines.append(f"warning: the replay differed from search() on {len(check['mismatches'])} of "
                      f"{check['checked']} checks: {', '.join(check['mismatches'])}")
     lines.append(f"would apply: {'yes' if d['decision']['apply'] else 'no'} ({d['decision']['reason']})")
+    if not apply_note:
+        from ragloupe.evaluate.tuning import rebuild_note
+
+        lines += [line for line in rebuild_note(d).splitlines() if line][:1]
     if apply_note:
         lines.append(apply_note)
     return "\n".join(lines)
+
+
+def chunking_lines(d: dict, timings: dict) -> list[str]:
+    """The chunking variants: which index each was scored on, and its best figures in and out of sample."""
+    chunking = d.get("chunking")
+    if not chunking or len(chunking["variants"]) < 2:
+        return []
+    lines = [""]
+    for index in timings.get("indexes", []):
+        if index["scratch"]:
+            what = f"built in {index['seconds']:.0f} s" if index["built"] else "reused"
+            lines.append(f"scratch index for chunking {index['chunking']}: {what} ({index['index_dir']})")
+    lines.append(f"{'chunking':<26}{'in-sample best obj':>20}{'Hit@1':>8}{'MRR':>8}"
+                 f"{'out-of-fold obj':>18}{'Hit@1':>8}{'MRR':>8}")
+    for variant in chunking["variants"]:
+        best, oof = variant["in_sample_best"], variant["out_of_fold"]
+        name = variant["chunking"] + (" (in force)" if variant["chunking"] == chunking["in_force"] else "")
+        lines.append(f"{name:<26}{best['objective']:>20.3f}{best['hit@1']:>8.3f}{best['mrr']:>8.3f}"
+                     f"{oof['objective']:>18.3f}{oof['hit@1']:>8.3f}{oof['mrr']:>8.3f}")
+        if variant.get("capped_by_model"):
+            lines.append(f"  the model reads at most {variant['content_tokens']} text tokens: chunks of "
+                         f"{variant['chunking']} are cut to that, with {variant['overlap']} tokens of overlap")
+    lines.append("out-of-fold per chunking: the procedure choosing among that chunking's configurations only")
+    lines.append("chunking chosen per fold: " + ", ".join(f"{held} {chosen}" for held, chosen
+                                                        in chunking["chosen_in_folds"].items()))
+    return lines
 
 
 def _num(value) -> str:

@@ -22,6 +22,14 @@ configuration replays search()'s later stages (search.replay) over those
 lists, so a configuration costs milliseconds. A self-check replays a few
 questions through search() itself and reports any difference.
 
+Chunking: chunk size and overlap shape the index, so they cannot be
+replayed. With ``chunking`` variants, each variant other than the one in
+force gets a scratch index of the gold sets' documents (tune_indexes.py),
+the whole space is scored on every variant (each configuration carries its
+chunking in its knobs and label), and selection runs over (configuration x
+chunking) with the same nested procedure; learned fusion is trained per
+variant, on that variant's candidates.
+
 The report is written as JSON under runs_dir (schema ragloupe.tune/1), byte-
 identical on rerun apart from its ``timings``. ``apply_to_env`` writes the
 chosen settings to .env only when the out-of-fold figure beats the current
@@ -62,7 +70,10 @@ SPACES = ("small", "full")
 KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "bm25_k1", "bm25_b",
          "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost",
          "prefer_tables", "prefer_tables_boost", "unit_view", "unit_dense", "unit_weight_bm25",
-         "unit_weight_dense", "unit_bm25_b", "query_expansion", "period_filter")
+         "unit_weight_dense", "unit_bm25_b", "query_expansion", "period_filter", "chunk_tokens", "chunk_overlap")
+# The chunking is a knob like the others, so a configuration is everything --apply would write;
+# but it is not replayed: each chunking is scored on an index cut with it (evaluate/tune_indexes.py).
+CHUNKING_KNOBS = ("chunk_tokens", "chunk_overlap")
 # Knobs that change what an engine lists (the others act after the engines): the query
 # expansion adds the written variants of a question's periods and codes to BM25's query,
 # and the period filter (whole-index scope) lists only the documents of the question's period.
@@ -98,12 +109,25 @@ class Config:
         """Learned fusion: its model is trained inside each fold, so its scores depend on the fold."""
         return self.settings["fusion"] == "learned" and self.mode.split("+")[0] == "hybrid"
 
+    @property
+    def chunking(self) -> str:
+        """The chunking the configuration is scored on, as TOKENS/OVERLAP."""
+        return f"{self.settings['chunk_tokens']}/{self.settings['chunk_overlap']}"
+
+    def on_chunking(self, tokens: int, overlap: int) -> "Config":
+        """The same configuration over an index cut with another chunking."""
+        changes = {"chunk_tokens": int(tokens), "chunk_overlap": int(overlap)}
+        return Config(self.mode, tuple((name, changes.get(name, value)) for name, value in self.knobs))
+
     def engine_key(self) -> tuple:
         values = self.settings
         return tuple(values[name] for name in ENGINE_KNOBS)
 
     def label(self) -> str:
-        """A short, readable name: 'hybrid minmax 1.5:1 w100 max k1=1.5 b=0.75 +qa'."""
+        """A short, readable name: 'hybrid minmax 1.5:1 w100 max k1=1.5 b=0.75 +qa chunks 256/64'."""
+        return f"{self._label_without_chunking()} chunks {self.chunking}"
+
+    def _label_without_chunking(self) -> str:
         v = self.settings
         bm25 = f"k1={v['bm25_k1']:g} b={v['bm25_b']:g}"
         qa = (f" +qa{' boost' + format(v['period_boost'], 'g') if v['period_boost'] else ''}"
@@ -572,17 +596,26 @@ class TuneReport(Report):
 
 def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full",
          settings: Settings | None = None, store=None, embedder=None, write: bool = True,
-         progress: Progress | None = None, configs: Sequence[Config] | None = None) -> TuneReport:
-    """Search the space with nested leave-one-group-out selection; see the module docstring."""
+         progress: Progress | None = None, configs: Sequence[Config] | None = None,
+         chunking: str | Sequence[str] | None = None) -> TuneReport:
+    """Search the space with nested leave-one-group-out selection; see the module docstring.
+
+    ``chunking`` ("128/32,384/96"): chunking variants scored besides the one in
+    force, each on a scratch index of the gold sets' documents (evaluate/tune_indexes.py);
+    the whole space is scored on every variant and selection runs over both.
+    """
+    from ragloupe.evaluate import tune_indexes as TI
+
     settings = settings or get_settings()
     if scope not in SCOPES:
         raise TuningError(f"unknown scope {scope!r}; use doc or all")
+    variants = TI.variants_to_score(settings, TI.parse_chunking(chunking))
     sets = load_goldsets(goldsets)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
     questions = tune_questions(sets)
     folds = grouped_folds([q.group for q in questions])
-    configs = list(configs) if configs is not None else search_space(settings, space, scope)
+    base_configs = list(configs) if configs is not None else search_space(settings, space, scope)
     if store is None:
         from ragloupe.index.store import open_store
 
@@ -593,34 +626,78 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
         from ragloupe.index.embedder import get_embedder
 
         embedder = get_embedder(settings)
+    cuts = TI.check_variants(variants, settings, embedder)  # refuse a bad variant before any build
     questions = _indexed_only(questions, store, scope)
     folds = grouped_folds([q.group for q in questions])
-
-    t0 = time.perf_counter()
-    lists = fetch_lists(questions, configs, scope, settings, store, embedder, progress)
-    engines_s = time.perf_counter() - t0
-    replay_check = check_replay(questions, configs, lists, scope, settings, store, embedder)
-    t0 = time.perf_counter()
-    scores = score_configs(questions, configs, lists, settings, progress)
-    replay_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    trainers = {c: LearnedTrainer(config, questions, lists, settings)
-                for c, config in enumerate(configs) if config.learned}
     groups = [q.group for q in questions]
+    sources = (TI.gold_sources({q.query.doc_id for q in questions}, settings)
+               if len(variants) > 1 else None)
+
+    all_configs: list[Config] = []
+    all_scores, trainers, replay_checks, index_timings = [], {}, [], []
+    seconds = {"index_build_s": 0.0, "engines_s": 0.0, "replay_s": 0.0}
+    for v, variant in enumerate(variants):
+        share = _share_of(progress, v, len(variants))
+        index = TI.variant_index(settings, variant, sources, (lambda text: share(0.0, text)) if share else None)
+        seconds["index_build_s"] += index.seconds
+        index_timings.append(index.timing())
+        variant_settings = index.settings
+        variant_store = store if not index.scratch else _open(variant_settings)
+        if index.scratch and len(_indexed_only(questions, variant_store, scope)) != len(questions):
+            raise TuningError(f"the scratch index for chunking {variant.label()} lacks some of the gold "
+                              f"sets' documents; delete {variant_settings.path('index_dir')} and rerun")
+        variant_configs = [c.on_chunking(variant.tokens, variant.overlap) for c in base_configs]
+        t0 = time.perf_counter()
+        lists = fetch_lists(questions, variant_configs, scope, variant_settings, variant_store, embedder, share)
+        seconds["engines_s"] += time.perf_counter() - t0
+        check = check_replay(questions, variant_configs, lists, scope, variant_settings, variant_store, embedder)
+        replay_checks.append(check)
+        t0 = time.perf_counter()
+        all_scores.append(score_configs(questions, variant_configs, lists, variant_settings, share))
+        seconds["replay_s"] += time.perf_counter() - t0
+        # Learned fusion is trained on this variant's own candidates: a model of one chunking
+        # would read another's features wrongly (its fingerprint records the chunking).
+        trainers.update({len(all_configs) + c: LearnedTrainer(config, questions, lists, variant_settings)
+                         for c, config in enumerate(variant_configs) if config.learned})
+        all_configs += variant_configs
+    scores = np.concatenate(all_scores, axis=0)
+    t0 = time.perf_counter()
     picks = nested_select(scores, folds, groups, trainers)
     for c, trainer in trainers.items():  # the configuration's own figure: leave-one-group-out over all
         scores[c] = trainer.grouped_score(np.arange(len(questions)), groups)
     learned_s = time.perf_counter() - t0
-    data = build_report(sets, questions, configs, scores, folds, picks, scope, space, settings, replay_check)
+    replay_check = {"checked": sum(c["checked"] for c in replay_checks),
+                    "mismatches": [m for c in replay_checks for m in c["mismatches"]]}
+    variant_rows = [{**cut, "index": "scratch" if v else "main",
+                     "index_fingerprint": variant.applied_to(settings).index_fingerprint(),
+                     "configs": [v * len(base_configs), (v + 1) * len(base_configs)]}
+                    for v, (variant, cut) in enumerate(zip(variants, cuts))]
+    data = build_report(sets, questions, all_configs, scores, folds, picks, scope, space, settings,
+                        replay_check, variant_rows)
     run_id = f"tune-{scope}-{content_hash(data)[:12]}"
     timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 2),
-               "engines_s": round(engines_s, 2), "replay_s": round(replay_s, 2),
+               **{name: round(value, 2) for name, value in seconds.items()},
                "learned_s": round(learned_s, 2),
-               "configs_per_s": round(len(configs) / max(replay_s, 1e-9), 2)}
+               "configs_per_s": round(len(all_configs) / max(seconds["replay_s"], 1e-9), 2),
+               "indexes": index_timings}
     report = TuneReport(run_id, data, timings)
     if progress:
         progress(1.0, "done")
     return save_report(report, settings) if write else report
+
+
+def _open(settings: Settings):
+    from ragloupe.index.store import open_store
+
+    return open_store(settings)
+
+
+def _share_of(progress: Progress | None, part: int, parts: int) -> Progress | None:
+    """A progress callback for one of ``parts`` equal parts of the run (one per chunking variant)."""
+    if progress is None:
+        return None
+    return lambda share, text: progress(min((part + share) / parts, 0.99),
+                                        f"{text} (chunking {part + 1} of {parts})" if parts > 1 else text)
 
 
 def _indexed_only(questions: list[TuneQuestion], store, scope: str) -> list[TuneQuestion]:
@@ -634,7 +711,7 @@ def _indexed_only(questions: list[TuneQuestion], store, scope: str) -> list[Tune
 
 def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], configs: Sequence[Config],
                  scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldResult], scope: str,
-                 space: str, settings: Settings, replay_check: dict) -> dict:
+                 space: str, settings: Settings, replay_check: dict, variants: Sequence[dict] | None = None) -> dict:
     """The deterministic body of a tuning report.
 
     ``scores`` of a learned configuration are leave-one-group-out figures
@@ -675,6 +752,8 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
     gap["objective"] = round(in_sample["objective"] - oof_figures["objective"], FLOAT_DIGITS)
     versus = {"current": paired(oof, scores[current]), "bm25": paired(oof, scores[bm25_alone])}
     decision = apply_decision(configs[best], configs[current], versus["current"])
+    variants = list(variants) if variants else [{"chunking": configs[current].chunking, "index": "main",
+                                                 "configs": [0, len(configs)]}]
     return _rounded({
         "schema": SCHEMA, "scope": scope, "space": space, "ks": list(KS),
         "objective": "mean over questions of (Hit@1 + reciprocal rank cut at 10) / 2",
@@ -687,13 +766,14 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
         "n_questions": len(questions), "n_configs": len(configs),
         "fixed_settings": {k: v for k, v in sorted(settings.as_dict().items())
                            if k in ("top_k", "dynamic_cut", "dynamic_cut_value", "rerank_window",
-                                    "bm25_backend", "embedding_model", "chunk_tokens", "chunk_overlap")},
+                                    "bm25_backend", "embedding_model")},
         "in_sample_best": {"index": best, "label": configs[best].label(), "config": configs[best].as_dict(),
                            "figures": in_sample,
                            "note": "chosen and scored on the same questions: optimistic"},
         "out_of_fold": {"figures": oof_figures,
                         "folds": [{"held_out": p.held_out, "chosen": p.chosen,
                                    "label": configs[p.chosen].label(),
+                                   "chunking": configs[p.chosen].chunking,
                                    "train_objective": float(p.train_objective[p.chosen]),
                                    "held_out_objective": float(p.held_out_objective[p.chosen]),
                                    "held_out_hit@1": float(scores[p.chosen][f.test, _HIT1].mean()),
@@ -706,6 +786,10 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
         "versus": versus,
         "decision": decision,
         "replay_check": replay_check,
+        "chunking": {"in_force": configs[current].chunking,
+                     "chosen_in_folds": {p.held_out: configs[p.chosen].chunking for p in picks},
+                     "variants": [{**v, **per_variant(scores, folds, picks, configs, range(*v["configs"]))}
+                                  for v in variants]},
         "configs": per_config,
         "queries": [{"goldset": tq.query.goldset, "query_id": tq.query.query_id, "group": tq.group,
                      "oof_hit@1": float(oof[i, _HIT1]), "oof_rr": float(oof[i, _RR]),
@@ -713,6 +797,34 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
                      "current_rr": float(scores[current, i, _RR])}
                     for i, tq in enumerate(questions)],
     })
+
+
+def per_variant(scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldResult],
+                configs: Sequence[Config], members: Iterable[int]) -> dict:
+    """One chunking's figures: its in-sample best, its own settings in force, and the
+    out-of-fold figure of the procedure had it chosen among this chunking's configurations only
+    (each fold's choice read from the same training figures the full selection used)."""
+    members = np.asarray(list(members))
+    objective = objective_per_query(scores)
+
+    def brief(c: int, matrix: np.ndarray) -> dict:
+        return {"index": int(c), "label": configs[c].label(),
+                "objective": float(objective_per_query(matrix).mean()),
+                "hit@1": float(matrix[:, _HIT1].mean()), "mrr": float(matrix[:, _RR].mean())}
+
+    best = int(members[int(np.argmax(objective[members].mean(axis=1)))])
+    oof = np.zeros(scores.shape[1:])
+    chosen = []
+    for fold, pick in zip(folds, picks):
+        c = int(members[int(np.argmax(pick.train_objective[members]))])
+        oof[fold.test] = scores[c][fold.test]
+        chosen.append({"held_out": fold.held_out, "chosen": c, "label": configs[c].label()})
+    first = int(members[0])
+    return {"n_configs": int(len(members)), "in_sample_best": brief(best, scores[best]),
+            "settings_in_force": brief(first, scores[first]),
+            "out_of_fold": {"objective": float(objective_per_query(oof).mean()),
+                            "hit@1": float(oof[:, _HIT1].mean()), "mrr": float(oof[:, _RR].mean()),
+                            "folds": chosen}}
 
 
 def _index_of(configs: Sequence[Config], wanted: Config) -> int:
@@ -750,10 +862,13 @@ def apply_decision(chosen: Config, current: Config, versus_current: dict) -> dic
     test = versus_current["objective"]
     if chosen == current:
         return {"apply": False, "reason": "the procedure chooses the settings in force: nothing to change"}
+    rebuild = chosen.chunking != current.chunking
     if test["significant_win"]:
-        return {"apply": True,
+        return {"apply": True, "rebuild": rebuild,
                 "reason": (f"out-of-fold objective {test['candidate']:.3f} beats the settings in force "
-                           f"({test['baseline']:.3f}) by {test['diff']:+.3f}, paired test p = {test['p_value']:.3f}")}
+                           f"({test['baseline']:.3f}) by {test['diff']:+.3f}, paired test p = {test['p_value']:.3f}"
+                           + (f"; chunking {current.chunking} -> {chosen.chunking} needs `ragloupe index --rebuild`"
+                              if rebuild else ""))}
     return {"apply": False,
             "reason": (f"out-of-fold objective {test['candidate']:.3f} vs {test['baseline']:.3f} for the "
                        f"settings in force (diff {test['diff']:+.3f}, p = {test['p_value']:.3f}): "
@@ -803,7 +918,7 @@ def train_learned(goldsets: Sequence[GoldSet | str | Path], out: Path, settings:
 def env_values(config: dict) -> dict[str, str]:
     """A chosen configuration as .env lines: RAGLOUPE_MODE and one line per knob."""
     values = {"RAGLOUPE_MODE": str(config["mode"])}
-    for name in KNOBS:
+    for name in (name for name in KNOBS if name in config):
         value = config[name]
         values[f"RAGLOUPE_{name.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
     return values
@@ -830,7 +945,24 @@ def apply_to_env(report: TuneReport, env_file: Path | None = None) -> tuple[bool
     tmp = env_file.with_name(env_file.name + ".tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     tmp.replace(env_file)
-    return True, f"applied to {env_file}: {decision['reason']}"
+    return True, f"applied to {env_file}: {decision['reason']}" + rebuild_note(report.data)
+
+
+def rebuild_note(data: dict) -> str:
+    """What the user must do after applying a chunking the index was not cut with; "" when nothing."""
+    chosen, current = data["in_sample_best"]["config"], data.get("current", {}).get("config", {})
+    if not all(name in chosen and name in current for name in CHUNKING_KNOBS):
+        return ""
+    if all(chosen[name] == current[name] for name in CHUNKING_KNOBS):
+        return ""
+    note = (f"\nthe chunking changed ({current['chunk_tokens']}/{current['chunk_overlap']} -> "
+            f"{chosen['chunk_tokens']}/{chosen['chunk_overlap']}): the index needs a rebuild, "
+            "run `ragloupe index --rebuild` before searching with these settings")
+    if chosen.get("fusion") == "learned":
+        note += ("\nlearned fusion's shipped model was trained for another chunking and falls back to "
+                 "min-max until one is trained for this one: after the rebuild run `ragloupe tune "
+                 "--train-learned` and set RAGLOUPE_LEARNED_MODEL to the file it writes")
+    return note
 
 
 # --- reports on disk ----------------------------------------------------------------

@@ -5,7 +5,8 @@ shows the last tuning run under runs_dir. What it shows: the figure of the
 whole selection procedure (each document held out in turn) with its 95%
 CIs, the in-sample best beside it, the gap, a plot of every configuration's
 training-fold score against its held-out score, and whether the chosen
-settings would be applied.
+settings would be applied. With chunking variants, a table of each
+chunking's best figures in and out of sample and the scratch indexes used.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ragloupe.config import Settings
+from ragloupe.errors import RagloupeError
 
 ROWS = (("out-of-fold (the procedure)", ("out_of_fold", "figures")),
         ("in-sample best", ("in_sample_best", "figures")),
@@ -32,6 +34,30 @@ def figure_rows(data: Mapping) -> list[dict]:
         rows.append({"": label, **{name: _cell(figures[metric]) for name, metric in
                                    (("Hit@1", "hit@1"), ("Hit@3", "hit@3"), ("MRR", "mrr"))},
                      "objective": f"{figures['objective']:.3f}"})
+    return rows
+
+
+def chunking_rows(data: Mapping, timings: Mapping) -> list[dict]:
+    """One row per chunking variant (none when only the chunking in force was scored), as text."""
+    chunking = data.get("chunking")
+    if not chunking or len(chunking["variants"]) < 2:
+        return []
+    indexes = {i["chunking"]: i for i in timings.get("indexes", [])}
+    rows = []
+    for variant in chunking["variants"]:
+        best, oof = variant["in_sample_best"], variant["out_of_fold"]
+        index = indexes.get(variant["chunking"], {"scratch": variant.get("index") == "scratch"})
+        if not index["scratch"]:
+            built = "main index"
+        else:
+            built = f"scratch, built in {index['seconds']:.0f} s" if index.get("built") else "scratch, reused"
+        rows.append({"chunking": variant["chunking"] + (" (in force)" if variant["chunking"] == chunking["in_force"]
+                                                        else ""),
+                     "in-sample best": f"{best['objective']:.3f}", "Hit@1 (in-sample)": f"{best['hit@1']:.3f}",
+                     "out-of-fold": f"{oof['objective']:.3f}", "Hit@1 (out-of-fold)": f"{oof['hit@1']:.3f}",
+                     "chosen in folds": ", ".join(h for h, c in chunking["chosen_in_folds"].items()
+                                                  if c == variant["chunking"]) or "—",
+                     "index": built})
     return rows
 
 
@@ -93,6 +119,13 @@ def show_report(report) -> None:
     cells[2].metric("Optimism gap (objective)", f"{gap['objective']:+.3f}",
                     help=f"in-sample best {best['objective']:.3f} minus out-of-fold {oof['objective']:.3f}")
     st.plotly_chart(gap_chart(data), key="tuning_gap")
+    variants = chunking_rows(data, report.timings)
+    if variants:
+        st.subheader("Chunking")
+        st.caption("Each chunking's objective: its best configuration in-sample, and out-of-fold the "
+                   "procedure choosing among that chunking's configurations only. A chunking other than "
+                   "the index's needs `ragloupe index --rebuild` once applied.")
+        st.dataframe(variants, hide_index=True, width="stretch")
     st.text(f"in-sample best: {data['in_sample_best']['label']}")
     for fold in data["out_of_fold"]["folds"]:
         st.text(f"held out {fold['held_out']}: chose {fold['label']} -> Hit@1 {fold['held_out_hit@1']:.3f}, "
@@ -121,6 +154,10 @@ def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], store,
         scope = left.radio("Scope", ("doc", "all"), key="tune_scope", horizontal=True)
         space = right.radio("Configurations", SPACES, key="tune_space", horizontal=True,
                             help="small: a handful, seconds; full: several hundred, minutes")
+        chunking_text = st.text_input(
+            "Chunking variants (optional)", key="tune_chunking", placeholder="e.g. 128/32,384/96",
+            help="TOKENS/OVERLAP pairs scored besides the index's own chunking; each is indexed once "
+                 "(about a minute per few reports) into a scratch index under runs_dir/tune-indexes")
         clicked = st.form_submit_button("Run tuning")
     if clicked:
         goldsets, problems = load_goldsets(goldset_paths[name] for name in chosen)
@@ -128,9 +165,13 @@ def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], store,
             st.error(problem)
         if goldsets:
             bar = st.progress(0.0, text="tuning")
-            report = tune(goldsets, scope=scope, space=space, settings=settings, store=store,
-                          embedder=embedder, progress=lambda share, text: bar.progress(min(share, 1.0), text=text))
-            st.session_state["tune_run"] = str(report.path)
+            try:
+                report = tune(goldsets, scope=scope, space=space, settings=settings, store=store,
+                              embedder=embedder, chunking=chunking_text or None,
+                              progress=lambda share, text: bar.progress(min(share, 1.0), text=text))
+                st.session_state["tune_run"] = str(report.path)
+            except RagloupeError as exc:  # a bad chunking value, a source gone since indexing ...
+                st.error(str(exc))
     path = st.session_state.get("tune_run")
     report = load_tune(Path(path)) if path else latest_tune(settings)
     if report is None:
