@@ -166,6 +166,8 @@ def chunking_lines(d: dict, timings: dict) -> list[str]:
             lines.append(f"  the model reads at most {variant['content_tokens']} text tokens: chunks of "
                          f"{variant['chunking']} are cut to that, with {variant['overlap']} tokens of overlap")
     lines.append("out-of-fold per chunking: the procedure choosing among that chunking's configurations only")
+    if chunking.get("note"):
+        lines.append(f"note: {chunking['note']}")
     lines.append("chunking chosen per fold: " + ", ".join(f"{held} {chosen}" for held, chosen
                                                         in chunking["chosen_in_folds"].items()))
     return lines

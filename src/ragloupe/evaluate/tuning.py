@@ -79,6 +79,10 @@ CHUNKING_KNOBS = ("chunk_tokens", "chunk_overlap")
 # and the period filter (whole-index scope) lists only the documents of the question's period.
 ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis", "query_expansion", "period_filter")
 Progress = Callable[[float, str], None]
+SCRATCH_NOTE = ("a chunking other than the index's is scored on a scratch index of the gold sets' documents "
+                "only: dense search in the document scope is unaffected, but BM25's document frequencies (and, "
+                "in the whole-index scope, the other documents a question competes with) differ from the "
+                "main index's")
 
 
 class TuningError(RagloupeError):
@@ -670,6 +674,7 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
                     "mismatches": [m for c in replay_checks for m in c["mismatches"]]}
     variant_rows = [{**cut, "index": "scratch" if v else "main",
                      "index_fingerprint": variant.applied_to(settings).index_fingerprint(),
+                     "documents": sorted(sources) if v else "the main index",
                      "configs": [v * len(base_configs), (v + 1) * len(base_configs)]}
                     for v, (variant, cut) in enumerate(zip(variants, cuts))]
     data = build_report(sets, questions, all_configs, scores, folds, picks, scope, space, settings,
@@ -787,6 +792,7 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
         "decision": decision,
         "replay_check": replay_check,
         "chunking": {"in_force": configs[current].chunking,
+                     "note": SCRATCH_NOTE if len(variants) > 1 else "",
                      "chosen_in_folds": {p.held_out: configs[p.chosen].chunking for p in picks},
                      "variants": [{**v, **per_variant(scores, folds, picks, configs, range(*v["configs"]))}
                                   for v in variants]},
