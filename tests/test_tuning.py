@@ -154,3 +154,23 @@ def test_tune_cli_one_line_errors(demo_env, small_gold, tmp_path, capsys):
     assert main(["tune", str(small_gold[0]), "--space", "small"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "at least two documents" in err[0]
+
+
+def test_settings_in_force_row_is_what_search_does_with_the_configured_model(demo_index, tmp_path):
+    """Inside the folds learned fusion is trained afresh; the settings-in-force row is the shipped
+    model as search() runs it, which stands aside for records (it was trained on report pages)."""
+    from ragloupe.evaluate.runs import evaluate
+
+    s = demo_index.replace(fusion="learned", learned_model="", runs_dir=tmp_path)
+    configs = [T.Config.of(s.mode, s),
+               T.Config.of("bm25", s, query_analysis=False, period_boost=0.0, lexical_rerank=False)]
+    assert configs[0].learned
+    report = T.tune([NATECH], settings=s, configs=configs, write=False)
+    current = report.data["current"]
+    n = report.data["n_questions"]
+    assert f"{n} of {n} questions fused by minmax" in current["note"]
+    run = evaluate([NATECH], mode=s.mode, settings=s)
+    for metric in ("hit@1", "hit@3", "mrr"):
+        assert current["figures"][metric]["mean"] == pytest.approx(run.aggregates[metric]["mean"], abs=1e-4)
+    per_query = {q["query_id"]: q["current_hit@1"] for q in report.data["queries"]}
+    assert per_query == {q["query_id"]: q["metrics"]["hit@1"] for q in run.data["queries"]}

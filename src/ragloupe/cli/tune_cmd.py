@@ -119,6 +119,8 @@ def render(report, apply_note: str = "") -> str:
     for label, fig in (("out-of-fold (the procedure)", oof), ("in-sample best", best),
                        ("settings in force", current), ("bm25 alone", bm25)):
         lines.append(f"{label:<34}{_figure(fig['hit@1']):>20}{_figure(fig['hit@3']):>20}{_figure(fig['mrr']):>20}")
+    if d["current"].get("note"):
+        lines.append(f"settings in force: {d['current']['note']}")
     gap = d["optimism_gap"]
     lines += ["", f"optimism gap (in-sample minus out-of-fold): Hit@1 {gap['hit@1']:+.3f}, "
                   f"MRR {gap['mrr']:+.3f}, objective {gap['objective']:+.3f}",

@@ -664,6 +664,8 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
         trainers.update({len(all_configs) + c: LearnedTrainer(config, questions, lists, variant_settings)
                          for c, config in enumerate(variant_configs) if config.learned})
         all_configs += variant_configs
+        if v == 0:  # the index in force: what search() runs on
+            main_lists = lists
     scores = np.concatenate(all_scores, axis=0)
     t0 = time.perf_counter()
     picks = nested_select(scores, folds, groups, trainers)
@@ -677,8 +679,10 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
                      "documents": sorted(sources) if v else "the main index",
                      "configs": [v * len(base_configs), (v + 1) * len(base_configs)]}
                     for v, (variant, cut) in enumerate(zip(variants, cuts))]
+    in_force = (in_force_scores(sets, questions, all_configs[0], main_lists, settings)
+                if all_configs[0].learned else None)
     data = build_report(sets, questions, all_configs, scores, folds, picks, scope, space, settings,
-                        replay_check, variant_rows)
+                        replay_check, variant_rows, in_force)
     run_id = f"tune-{scope}-{content_hash(data)[:12]}"
     timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 2),
                **{name: round(value, 2) for name, value in seconds.items()},
@@ -705,6 +709,48 @@ def _share_of(progress: Progress | None, part: int, parts: int) -> Progress | No
                                         f"{text} (chunking {part + 1} of {parts})" if parts > 1 else text)
 
 
+@dataclass(frozen=True)
+class InForce:
+    """The settings in force scored as search() runs them, when they use a learned model."""
+
+    scores: np.ndarray  # [question, metric]
+    note: str
+
+
+def in_force_scores(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], config: Config,
+                    lists: EngineLists, settings: Settings) -> InForce:
+    """The settings in force with the configured learned model, not one trained in the folds.
+
+    Inside the folds a learned configuration is trained afresh on the training
+    groups. What a user's searches run is the configured model (the shipped
+    one unless RAGLOUPE_LEARNED_MODEL says otherwise), with its own rules: it
+    stands aside for units it was not trained on and for settings it does not
+    fit. The "settings in force" row reports that, and says when it is an
+    in-sample figure (the model was trained on these very gold sets).
+    """
+    from ragloupe.retrieve import learned
+
+    configured = settings.replace(**config.settings)
+    model = learned.read(configured)
+    out = np.zeros((len(questions), len(METRICS)))
+    fell_back = 0
+    for q, tq in enumerate(questions):
+        staged = replay_one(tq, q, config, configured, lists, model=None)
+        fell_back += staged.fusion != "learned"
+        pages = pages_of(staged, q, config, configured, lists)
+        row = M.query_metrics(M.dedupe(p.unit for p in pages), tq.query.expected_units, KS)
+        out[q] = [row[name] for name in METRICS]
+    trained_on = set(model.fingerprint.get("goldsets", {}).values())
+    seen = sorted(g.name for g in sets if g.sha256 in trained_on)
+    parts = [f"the learned model in force ({learned.model_path(configured).name})"]
+    if seen:
+        parts.append(f"in-sample: it was trained on {', '.join(seen)}")
+    if fell_back:
+        parts.append(f"{fell_back} of {len(questions)} questions fused by {configured.learned_fallback} "
+                     "instead (units or settings the model was not trained on)")
+    return InForce(out, "; ".join(parts))
+
+
 def _indexed_only(questions: list[TuneQuestion], store, scope: str) -> list[TuneQuestion]:
     """Questions whose document the index holds (the others cannot be tuned on)."""
     held = {c.doc_id for c in store.all_chunks()}
@@ -716,12 +762,15 @@ def _indexed_only(questions: list[TuneQuestion], store, scope: str) -> list[Tune
 
 def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], configs: Sequence[Config],
                  scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldResult], scope: str,
-                 space: str, settings: Settings, replay_check: dict, variants: Sequence[dict] | None = None) -> dict:
+                 space: str, settings: Settings, replay_check: dict, variants: Sequence[dict] | None = None,
+                 in_force: InForce | None = None) -> dict:
     """The deterministic body of a tuning report.
 
     ``scores`` of a learned configuration are leave-one-group-out figures
     (each question scored by a model that never saw its group), so its
     "in-sample" figure is never a fit to the questions it is scored on.
+    ``in_force`` (settings in force that use learned fusion) replaces the
+    settings-in-force row with what search() does under them.
     """
     objective = objective_per_query(scores)
     oof = out_of_fold(scores, folds, picks)
@@ -755,7 +804,8 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
     gap = {name: round(in_sample[name]["mean"] - oof_figures[name]["mean"], FLOAT_DIGITS)
            for name in ("hit@1", "hit@3", "mrr")}
     gap["objective"] = round(in_sample["objective"] - oof_figures["objective"], FLOAT_DIGITS)
-    versus = {"current": paired(oof, scores[current]), "bm25": paired(oof, scores[bm25_alone])}
+    current_scores = in_force.scores if in_force is not None else scores[current]
+    versus = {"current": paired(oof, current_scores), "bm25": paired(oof, scores[bm25_alone])}
     decision = apply_decision(configs[best], configs[current], versus["current"])
     variants = list(variants) if variants else [{"chunking": configs[current].chunking, "index": "main",
                                                  "configs": [0, len(configs)]}]
@@ -786,7 +836,8 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
                                   for f, p in zip(folds, picks)]},
         "optimism_gap": gap,
         "current": {"label": configs[current].label(), "config": configs[current].as_dict(),
-                    "figures": figures(scores[current])},
+                    "figures": figures(current_scores),
+                    **({"note": in_force.note} if in_force is not None else {})},
         "bm25_alone": {"label": configs[bm25_alone].label(), "figures": figures(scores[bm25_alone])},
         "versus": versus,
         "decision": decision,
@@ -799,8 +850,8 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
         "configs": per_config,
         "queries": [{"goldset": tq.query.goldset, "query_id": tq.query.query_id, "group": tq.group,
                      "oof_hit@1": float(oof[i, _HIT1]), "oof_rr": float(oof[i, _RR]),
-                     "current_hit@1": float(scores[current, i, _HIT1]),
-                     "current_rr": float(scores[current, i, _RR])}
+                     "current_hit@1": float(current_scores[i, _HIT1]),
+                     "current_rr": float(current_scores[i, _RR])}
                     for i, tq in enumerate(questions)],
     })
 

@@ -109,6 +109,8 @@ def show_report(report) -> None:
                f"{data['n_configs']} configurations · held out in turn: "
                + ", ".join(f"{g} ({n})" for g, n in data["groups"].items()))
     st.dataframe(figure_rows(data), hide_index=True, width="stretch")
+    if data["current"].get("note"):
+        st.text(f"settings in force: {data['current']['note']}")
     gap = data["optimism_gap"]
     oof, best = data["out_of_fold"]["figures"], data["in_sample_best"]["figures"]
     cells = st.columns(3)
