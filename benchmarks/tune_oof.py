@@ -68,6 +68,9 @@ def held_out_check(report: T.TuneReport, path: Path, settings) -> dict:
     if not path.is_file():
         return {"note": f"{path.name} is not there"}
     chosen = report.data["in_sample_best"]["config"]
+    if any(chosen.get(name, getattr(settings, name)) != getattr(settings, name) for name in T.CHUNKING_KNOBS):
+        return {"note": f"the chosen chunking {chosen['chunk_tokens']}/{chosen['chunk_overlap']} is not the "
+                        f"index's: {path.name} can be scored on it only after `ragloupe index --rebuild`"}
     configured = settings.replace(**{k: v for k, v in chosen.items() if k != "mode"})
     run = evaluate([load_goldset(path)], mode=chosen["mode"], scope="doc", settings=configured)
     current = evaluate([load_goldset(path)], mode=settings.mode, scope="doc", settings=settings)
