@@ -858,7 +858,7 @@ def build_report(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], con
 
 def per_variant(scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldResult],
                 configs: Sequence[Config], members: Iterable[int]) -> dict:
-    """One chunking's figures: its in-sample best, its own settings in force, and the
+    """One chunking's figures: its in-sample best, the settings in force on it, and the
     out-of-fold figure of the procedure had it chosen among this chunking's configurations only
     (each fold's choice read from the same training figures the full selection used)."""
     members = np.asarray(list(members))
@@ -878,7 +878,10 @@ def per_variant(scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldR
         chosen.append({"held_out": fold.held_out, "chosen": c, "label": configs[c].label()})
     first = int(members[0])
     return {"n_configs": int(len(members)), "in_sample_best": brief(best, scores[best]),
-            "settings_in_force": brief(first, scores[first]),
+            "settings_in_force": {**brief(first, scores[first]), **(
+                {"note": "learned fusion trained inside the folds on this chunking's candidates (out-of-fold); "
+                         "the report's settings-in-force row runs the configured model instead"}
+                if configs[first].learned else {})},
             "out_of_fold": {"objective": float(objective_per_query(oof).mean()),
                             "hit@1": float(oof[:, _HIT1].mean()), "mrr": float(oof[:, _RR].mean()),
                             "folds": chosen}}
