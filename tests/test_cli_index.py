@@ -81,7 +81,7 @@ def test_settings_change_is_a_one_line_error_without_traceback(capsys, small_cor
     assert "--rebuild" in json.loads(out)["error"]
     assert err.count("\n") == 1 and err.startswith("ragloupe: ") and "Traceback" not in err
     code, out, _ = run_cli(capsys, "status", "--json")
-    assert "chunk_overlap 64 -> 32" in json.loads(out)["stale"]
+    assert "chunk_overlap 96 -> 32" in json.loads(out)["stale"]
 
 
 def test_validate_refuses_records_with_a_duplicate_id(capsys, tmp_path):
