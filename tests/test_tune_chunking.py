@@ -52,6 +52,11 @@ def _snapshot(directory: Path) -> dict[str, str]:
             for p in sorted(directory.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
+def _in_force(settings) -> str:
+    """The chunking in force, as tune labels it ("256/96")."""
+    return f"{settings.chunk_tokens}/{settings.chunk_overlap}"
+
+
 def _configs(settings):
     return [c for c in T.search_space(settings, "small") if not c.learned] + \
         [c for c in T.search_space(settings, "small") if c.learned][:1]
@@ -93,9 +98,10 @@ def test_every_configuration_is_scored_on_both_chunkings_and_folds_hold_one_docu
     assert all(c["label"].endswith(f"chunks {c['config']['chunk_tokens']}/{c['config']['chunk_overlap']}")
                for c in data["configs"])
     assert data["configs"][0]["config"] == data["current"]["config"]  # index 0: the settings in force
-    assert data["configs"][n]["label"] == data["configs"][0]["label"].replace("chunks 256/64", "chunks 64/16")
+    assert data["configs"][n]["label"] == data["configs"][0]["label"].replace(f"chunks {_in_force(settings)}",
+                                                                              "chunks 64/16")
     variants = {v["chunking"]: v for v in data["chunking"]["variants"]}
-    assert set(variants) == {"256/64", "64/16"} and variants["64/16"]["index"] == "scratch"
+    assert set(variants) == {_in_force(settings), "64/16"} and variants["64/16"]["index"] == "scratch"
     assert variants["64/16"]["settings_in_force"]["index"] == n
     for v in variants.values():
         low, high = v["configs"]
@@ -108,7 +114,7 @@ def test_every_configuration_is_scored_on_both_chunkings_and_folds_hold_one_docu
         assert fold["chunking"] == data["chunking"]["chosen_in_folds"][fold["held_out"]]
         assert fold["label"].endswith("chunks " + fold["chunking"])
     rows = chunking_rows(data, report.timings)
-    assert [r["chunking"] for r in rows] == ["256/64 (in force)", "64/16"]
+    assert [r["chunking"] for r in rows] == [f"{_in_force(settings)} (in force)", "64/16"]
     assert rows[0]["index"] == "main index" and rows[1]["index"].startswith("scratch")
 
 
@@ -144,7 +150,8 @@ def test_decision_names_the_rebuild_a_new_chunking_needs():
                             "significant_win": True}}
     decision = T.apply_decision(current.on_chunking(128, 32), current, better)
     assert decision["apply"] and decision["rebuild"] and "ragloupe index --rebuild" in decision["reason"]
-    assert not T.apply_decision(current.on_chunking(256, 64), current, better)["apply"]
+    same = current.on_chunking(settings.chunk_tokens, settings.chunk_overlap)
+    assert not T.apply_decision(same, current, better)["apply"]
 
 
 def test_tuning_section_refuses_a_bad_chunking_value_in_one_line(demo_env, tmp_path, monkeypatch):
@@ -168,12 +175,12 @@ def test_tuning_section_refuses_a_bad_chunking_value_in_one_line(demo_env, tmp_p
 
 
 def test_tune_cli_says_when_it_builds_a_scratch_index_and_shows_each_chunking(two_documents, capsys):
-    _, gold = two_documents
+    settings, gold = two_documents
     args = ["tune", *map(str, gold), "--space", "small", "--chunking", "64/16"]
     assert main(args) == 0
     first = capsys.readouterr().out
     assert "scratch index for chunking 64/16: built in" in first
-    assert any(line.startswith("256/64 (in force)") for line in first.splitlines())
+    assert any(line.startswith(f"{_in_force(settings)} (in force)") for line in first.splitlines())
     assert any(line.startswith("64/16 ") for line in first.splitlines())
     assert "chunking chosen per fold: plant " in first
     assert main(args) == 0
