@@ -142,7 +142,8 @@ def _demo_key(demo_settings: Settings) -> str:
                    package / "chunking.py", package / "models.py"])
     digest = hashlib.sha256()
     for path in inputs + code:
-        digest.update(str(path).encode() + b"\0" + path.read_bytes())
+        # Paths relative to the checkout, so every clone or worktree of the same code shares the key.
+        digest.update(str(path.relative_to(PROJECT_ROOT)).encode() + b"\0" + path.read_bytes())
     digest.update(demo_settings.index_fingerprint().encode())
     digest.update(f"{chromadb.__version__}|{sentence_transformers.__version__}|{torch.__version__}".encode())
     return digest.hexdigest()[:20]
