@@ -79,12 +79,27 @@ def test_variance_stated_with_its_operands_is_derived(finance_pages):
     assert "1,311,111" in result.tokens[2].evidence and "1,298,124" in result.tokens[2].evidence
 
 
-def test_variance_without_its_operands_is_not_explained_by_the_pages_figures(finance_pages):
-    # The same true variance, but the answer does not state what it was computed from: a page of
-    # accounts has so many pairs that a made-up figure would match one as often.
-    assert run_screen("The limit exceeded the cash requirement by £12,987 (£000) [1].",
-                      finance_pages).verdict == "UNSUPPORTED"
-    assert run_screen("That is a headroom of £12.987m [1].", finance_pages).verdict == "UNSUPPORTED"
+def test_precise_variance_of_two_page_figures_is_derived_from_the_page(finance_pages):
+    # The answer does not state what it was computed from, but 12,987 = 1,311,111 − 1,298,124 on the
+    # page, and so few five-digit figures equal some arithmetic of that page that chance cannot explain it.
+    for answer in ("The limit exceeded the cash requirement by £12,987 (£000) [1].",
+                   "That is a headroom of £12.987m [1]."):
+        token = run_screen(answer, finance_pages).tokens[0]
+        assert token.verdict == "DERIVED"
+        assert "1,311,111 − 1,298,124, both in passage [1]" in token.evidence
+    assert run_screen("That is a headroom of £12.986m [1].", finance_pages).verdict == "UNSUPPORTED"
+
+
+def test_passage_arithmetic_is_tried_only_where_chance_cannot_explain_it():
+    sparse = ["Zone A extends 300 m from the plant and zone B extends a further 200 m."]
+    total = run_screen("The zones extend 500 m in total [1].", sparse).tokens[0]
+    assert total.verdict == "DERIVED" and "300 m + 200 m" in total.evidence
+    assert run_screen("Zone A is 100 m longer than zone B [1].", sparse).verdict == "DERIVED"
+    assert run_screen("The zones extend 600 m in total [1].", sparse).verdict == "UNSUPPORTED"
+    # The same sum on a passage holding every tenth length from 100 m to 990 m: a random length
+    # would equal some sum or difference there, so the true sum is not taken as evidence.
+    dense = [sparse[0] + " Other distances: " + ", ".join(f"{v} m" for v in range(105, 1000, 10))]
+    assert run_screen("The zones extend 500 m in total [1].", dense).verdict == "UNSUPPORTED"
 
 
 def test_percentage_stated_with_its_operands_is_derived(finance_pages):
@@ -92,7 +107,10 @@ def test_percentage_stated_with_its_operands_is_derived(finance_pages):
     result = run_screen("The Board spent £1,278,002 (£000) of its core limit of £1,278,771 (£000), "
                         "99.94% [1].", finance_pages)
     assert [t.verdict for t in result.tokens] == ["NOT_CONTRADICTED", "NOT_CONTRADICTED", "DERIVED"]
-    assert run_screen("The Board spent 99.94% of its core limit [1].", finance_pages).verdict == "UNSUPPORTED"
+    # Without its operands it is the same share of two figures of the page, which at two decimals
+    # chance would explain for under 2% of percentages; one hundredth off is not.
+    assert run_screen("The Board spent 99.94% of its core limit [1].", finance_pages).verdict == "DERIVED"
+    assert run_screen("The Board spent 99.95% of its core limit [1].", finance_pages).verdict == "UNSUPPORTED"
 
 
 def test_sum_and_difference_of_two_cited_lengths_are_derived():

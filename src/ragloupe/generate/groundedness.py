@@ -22,10 +22,13 @@ Each token gets a verdict, and the answer the worst of them:
   a sum, difference, ratio or percentage of two other figures of the same
   sentence that are themselves in a passage it cites, in the same unit
   ("exceeded by £4.8 million (£10.2 million against a target of £5.4
-  million)"). Arithmetic over the passages' own figures is never tried: a
-  page of accounts holds a hundred figures, so ten thousand pairs, and a
-  made-up figure equals one of their sums by chance
-  (benchmarks/screen_adversarial.py measures it);
+  million)"); or of two figures of one cited passage ("Zone A extends 300 m
+  and zone B extends 200 m" -> "500 m in total"), only where that passage is
+  sparse enough that a random figure of the same precision would equal some
+  arithmetic of its figures at most 2% of the time. A page of accounts holds
+  a hundred figures, so ten thousand pairs, and a made-up figure equals one of
+  their sums by chance: there it is refused (derivation.py has the rule,
+  benchmarks/screen_adversarial.py measures it);
 - UNSUPPORTED: none of the above;
 - UNVERIFIABLE (answer level only): the answer has no checkable token, so
   the screen has no opinion. It is never a pass.
@@ -50,10 +53,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
-from itertools import permutations
 from typing import Any, Iterable, Literal, Sequence
 
 from ragloupe.numbers import YEAR_PATTERN, Quantity, extract_quantities, is_year, same_quantity
+from ragloupe.generate.derivation import (close as _close, decimals as _decimals, passage_derivation,
+                                         same_unit as _same_unit, sentence_derivation)
 from ragloupe.textrules import STANDARD_BODIES, UNITS, one_of
 
 Verdict = Literal["NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED", "DERIVED", "UNVERIFIABLE"]
@@ -264,20 +268,6 @@ def _contains(facts: _PassageFacts, token: Checkable) -> tuple[str, int, int] | 
     return None
 
 
-def _same_unit(claim: Quantity, claim_unit: str, other: Quantity, other_unit: str) -> bool:
-    """Units must agree: "£1.3m" is not "1.3 mm", "£47.3m" not "47.3 years", "10 m" not "10 mm".
-
-    Percentages are compared with percentages (numbers.same_quantity); two
-    currencies must be the same one; a bare figure may stand for money (a
-    table under a "£000" header writes none).
-    """
-    if claim.percent or other.percent:
-        return claim.percent and other.percent
-    if claim.currency and other.currency and claim.currency != other.currency:
-        return False
-    return claim_unit == other_unit
-
-
 def _same_as_written(claim: Quantity, other: Quantity, facts: _PassageFacts) -> bool:
     """numbers.same_quantity, except that "£13 million" is not any bare 13 of a page:
     a figure without currency or scale stands for an amount only when it is
@@ -340,61 +330,6 @@ def rounding_chance(value: float, step: float, facts: _PassageFacts) -> float:
     grid = {round(r / step) for q, unit in zip(facts.quantities, facts.units)
             if not q.percent and not unit for r in _amount_readings(q, facts) if low <= r < high}
     return len(grid) / max(1.0, (high - low) / step)
-
-
-# ----------------------------------------------------------------------------
-# Arithmetic over the sentence's own figures
-
-
-def _derivation(token: Checkable, operands: Sequence[Checkable]) -> str | None:
-    """'£4.8 million = £10.2 million − £5.4 million' when the figure is a sum, difference,
-    ratio or percentage of two ``operands`` (other figures of its sentence, each in
-    a passage the sentence cites), at the precision it is written with.
-
-    The operands are what the answer states and cites, never a passage's other
-    figures: a handful of pairs, so a made-up figure almost never matches by
-    chance, where the hundred figures of a page of accounts would.
-    """
-    claim = token.quantity
-    if claim is None:
-        return None
-    targets = [(claim.scaled, 10 ** -_decimals(claim.raw) * (1.0 if claim.percent else claim.scale))]
-    if claim.scale != 1.0 and not claim.percent:  # '£12,987 (£000)' from 1,311,111 − 1,298,124 as written
-        targets.append((claim.value, 10 ** -_decimals(claim.raw)))
-    for a, b in permutations(operands, 2):
-        for name, value in _combinations(token, a, b):
-            if any(_close(value, target, step / 2) for target, step in targets):
-                return f"{token.raw} = {name.format(a=a.raw, b=b.raw)}, both stated in its sentence and cited"
-    return None
-
-
-def _combinations(token: Checkable, a: Checkable, b: Checkable) -> list[tuple[str, float]]:
-    """The arithmetic tried for ``token`` over two figures whose units agree with it:
-    a sum or difference in the same unit (percentage points included); a share
-    or change in percent of two figures of one unit; a ratio for a bare figure."""
-    claim, x, y = token.quantity, a.quantity, b.quantity
-    assert claim is not None and x is not None and y is not None
-    if not _same_unit(x, a.unit, y, b.unit):
-        return []
-    out: list[tuple[str, float]] = []
-    if _same_unit(claim, token.unit, x, a.unit):
-        out += [("{a} + {b}", x.scaled + y.scaled), ("{a} − {b}", x.scaled - y.scaled)]
-    if claim.percent and not x.percent and y.scaled:
-        out += [("{a} / {b} × 100", x.scaled / y.scaled * 100),
-                ("({a} − {b}) / {b} × 100", (x.scaled - y.scaled) / y.scaled * 100)]
-    bare = not (claim.percent or claim.currency or token.unit or claim.scale != 1.0)
-    if bare and y.scaled:
-        out.append(("{a} / {b}", x.scaled / y.scaled))
-    return [(name, value) for name, value in out if value > 0]
-
-
-def _decimals(raw: str) -> int:
-    match = re.search(r"\d\.(\d+)", raw)
-    return len(match.group(1)) if match else 0
-
-
-def _close(a: float, b: float, tolerance: float) -> bool:
-    return abs(a - b) <= max(tolerance, 1e-9 * max(abs(a), abs(b)))
 
 
 # ----------------------------------------------------------------------------
@@ -512,7 +447,8 @@ def _check(token: Checkable, sentence: int, cited: tuple[int, ...], found: dict[
     cited_note = f"cited {_numbers(cited)}" if cited else "no citation"
     if found:
         return make("MISATTRIBUTED", f"in passage {_numbers(found)}, but {cited_note}")
-    derived = _derivation(token, operands)
+    derived = sentence_derivation(token, operands) or next(
+        (d for f in facts if f.number in cited and (d := passage_derivation(token, f))), None)
     if derived:
         return make("DERIVED", derived)
     return make("UNSUPPORTED", f"in none of the {len(facts)} passages ({cited_note})"
