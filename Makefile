@@ -40,7 +40,7 @@ index: install
 
 # The app starts at once; an empty index is filled with the demo corpus in the background.
 run: install
-	$(VENV)/bin/streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 \
+	$(VENV)/bin/streamlit run app/streamlit_app.py --server.address 127.0.0.1 --server.port 8501 \
 		--server.headless true --browser.gatherUsageStats false --server.fileWatcherType none \
 		-- --index-if-empty $(DEMO_SOURCES)
 

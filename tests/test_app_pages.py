@@ -19,9 +19,12 @@ from streamlit.testing.v1 import AppTest
 
 from ragloupe.config import PROJECT_ROOT, Settings
 from ragloupe.ingest.uploads import sanitise_filename, save_upload
+from ragloupe.ui.navigation import PAGES as NAVIGATION
+from ragloupe.ui.navigation import page_file
 from ragloupe.ui.text import highlight_html, md_escape, query_terms
 
-PAGES = PROJECT_ROOT / "views"
+PAGES = PROJECT_ROOT / "pages"
+ENTRY = PROJECT_ROOT / "app" / "streamlit_app.py"
 BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
 GRAMPIAN_GOLD = PROJECT_ROOT / "data/benchmarks/grampian/eval/Grampian-2021-2022.eval.json"
 TIMEOUT = 300
@@ -283,16 +286,16 @@ def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env):
                    if not _missing(row[f"{mode} #"]) and row[f"{mode} #"] <= k) == k
 
 
-def test_the_pages_folder_is_not_named_pages():
-    """A pages/ folder beside streamlit_app.py switches Streamlit to its old multipage mode:
+def test_the_pages_sit_in_pages_and_no_pages_folder_beside_the_entry_script():
+    """A pages/ folder beside the main script switches Streamlit to its old multipage mode:
     a bookmarked page URL then opens alone, without the app's navigation (test_browser.py
-    shows it in a browser). The app's pages live in views/."""
-    assert not (PROJECT_ROOT / "pages").exists()
-    assert (PAGES / "search_compare.py").is_file()
+    opens every page URL as a fresh server's first request). The entry sits in app/."""
+    assert not (ENTRY.parent / "pages").exists()
+    assert sorted(p.stem for p in PAGES.glob("*.py")) == sorted(p.name for p in NAVIGATION)
 
 
 def test_search_page_keeps_its_inputs_and_result_across_navigation(app_env):
-    app = AppTest.from_file(str(PROJECT_ROOT / "streamlit_app.py"), default_timeout=TIMEOUT)
+    app = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
     app.run()  # the app's default page is Search & compare
     # Under st.navigation AppTest neither commits form inputs nor delivers the submit, so
     # the inputs are set in session state and the search starts by the page's other way in
@@ -303,10 +306,10 @@ def test_search_page_keeps_its_inputs_and_result_across_navigation(app_env):
     app.run()
     assert_clean(app)
     table = app.dataframe[0].value
-    app.switch_page("views/run_info.py").run()
+    app.switch_page(page_file("run_info")).run()
     assert_clean(app)
     assert app.title[0].value == "Run info"
-    app.switch_page("views/search_compare.py").run()
+    app.switch_page(page_file("search_compare")).run()
     assert_clean(app)
     assert app.text_input(key="search.question").value == "capital expenditure on buildings"
     assert app.multiselect(key="search.modes").value == ["bm25"]
@@ -538,9 +541,9 @@ def test_failure_audit_opens_a_question_in_search_and_compare(app_env):
 
     report = evaluate([_smallest_goldset(app_env)], mode="bm25", ks=[1, 3], scope="doc",
                       settings=app_env)
-    app = AppTest.from_file(str(PROJECT_ROOT / "streamlit_app.py"), default_timeout=TIMEOUT)
+    app = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
     app.run()
-    app.switch_page("views/failure_audit.py").run()
+    app.switch_page(page_file("failure_audit")).run()
     app.toggle(key="audit.only_misses").set_value(False).run()  # every question is listed
     button(app, "Open in Search & compare").click().run()
     assert_clean(app)
@@ -548,10 +551,12 @@ def test_failure_audit_opens_a_question_in_search_and_compare(app_env):
     assert app.text_input(key="search.question").value == report.data["queries"][0]["question"]
 
 
-def test_every_page_switch_names_a_page_file():
+def test_every_page_switch_names_a_page_of_the_navigation():
     targets = {target for path in PAGES.glob("*.py")
-               for target in re.findall(r'switch_page\("([^"]+)"\)', path.read_text(encoding="utf-8"))}
-    assert targets and all((PROJECT_ROOT / target).is_file() for target in targets), targets
+               for target in re.findall(r'switch_page\(page_file\("([^"]+)"\)\)',
+                                        path.read_text(encoding="utf-8"))}
+    assert targets and targets <= {page.name for page in NAVIGATION}, targets
+    assert "switch_page(\"" not in "".join(p.read_text(encoding="utf-8") for p in PAGES.glob("*.py"))
 
 
 def test_failure_audit_page_without_runs_evaluates_the_gold_sets_on_request(app_env, tmp_path,

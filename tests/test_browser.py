@@ -1,6 +1,6 @@
 """The workbench in a real Chromium: the four flows the product exists for, and a bookmarked page.
 
-Starts `streamlit run streamlit_app.py` on a free loopback port against a
+Starts `streamlit run app/streamlit_app.py` on a free loopback port against a
 private copy of the demo index (the re-index flow changes it), drives it with
 Playwright using Debian's /usr/bin/chromium (never a downloaded browser), and
 saves a screenshot of each flow under test-artifacts/.
@@ -22,6 +22,7 @@ import pytest
 from local_servers import free_port, wait_until_ready
 
 from ragloupe.config import PROJECT_ROOT
+from ragloupe.ui.navigation import PAGES as NAVIGATION
 
 pytestmark = pytest.mark.browser
 
@@ -29,6 +30,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
+ENTRY = PROJECT_ROOT / "app" / "streamlit_app.py"
 QUESTION_DOC = "Grampian-2021-2022"
 UPLOADED_RECORDS = (
     "id,title,text\n"
@@ -39,60 +41,81 @@ UPLOADED_RECORDS = (
 
 
 @contextmanager
-def _streamlit_server(demo_index, root: Path) -> Iterator[tuple[str, dict[str, Path]]]:
-    """A fresh streamlit server over a private copy of the demo index; yields (url, dirs)."""
+def _streamlit_servers(demo_index, roots: list[Path]) -> Iterator[list[tuple[str, dict[str, Path]]]]:
+    """Fresh streamlit servers, one per root, each over a private copy of the demo index.
+
+    They start at once and are waited for together; yields [(url, dirs)] in the roots' order.
+    """
     if not CHROMIUM.exists():
         pytest.fail("/usr/bin/chromium is missing: .ci/run installs it (apt-get install chromium)")
+    servers, logs = [], []
+    try:
+        for root in roots:
+            dirs = _private_dirs(demo_index, root)
+            port = free_port()
+            env = dict(os.environ, RAGLOUPE_INDEX_DIR=str(dirs["index"]),
+                       RAGLOUPE_RAW_DIR=str(dirs["raw"]), RAGLOUPE_RUNS_DIR=str(dirs["runs"]),
+                       RAGLOUPE_LOGS_DIR=str(dirs["logs"]), CHROMA_HOST="",
+                       RAGLOUPE_LLM_BACKEND="none", RAGLOUPE_PROJECTION_METHOD="pca",
+                       HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False")
+            logs.append((root / "streamlit.log").open("w"))
+            process = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", str(ENTRY),
+                 "--server.address", "127.0.0.1", "--server.port", str(port),
+                 "--server.headless", "true", "--browser.gatherUsageStats", "false",
+                 "--server.fileWatcherType", "none"],
+                cwd=PROJECT_ROOT, env=env, stdout=logs[-1], stderr=subprocess.STDOUT)
+            servers.append((process, f"http://127.0.0.1:{port}", dirs))
+        for process, url, _ in servers:
+            wait_until_ready(f"{url}/_stcore/health", process, timeout_s=120,
+                             ready=lambda body, status: body.strip() == "ok")
+        yield [(url, dirs) for _, url, dirs in servers]
+    finally:
+        for process, _, _ in servers:
+            process.terminate()
+        for process, _, _ in servers:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for log in logs:
+            log.close()
+
+
+def _private_dirs(demo_index, root: Path) -> dict[str, Path]:
     dirs = {name: root / name for name in ("index", "raw", "runs", "logs")}
     shutil.copytree(demo_index.path("index_dir"), dirs["index"],
                     ignore=shutil.ignore_patterns(".lock"))
     for name in ("raw", "runs", "logs"):
         dirs[name].mkdir()
-    port = free_port()
-    env = dict(os.environ, RAGLOUPE_INDEX_DIR=str(dirs["index"]), RAGLOUPE_RAW_DIR=str(dirs["raw"]),
-               RAGLOUPE_RUNS_DIR=str(dirs["runs"]), RAGLOUPE_LOGS_DIR=str(dirs["logs"]),
-               CHROMA_HOST="", RAGLOUPE_LLM_BACKEND="none", RAGLOUPE_PROJECTION_METHOD="pca",
-               HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False")
-    log = (root / "streamlit.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "streamlit_app.py"),
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_ready(f"{url}/_stcore/health", process, timeout_s=90,
-                         ready=lambda body, status: body.strip() == "ok")
-        yield url, dirs
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    return dirs
 
 
 @pytest.fixture(scope="module")
 def app_server(demo_index, tmp_path_factory):
     """The server the flows run on (the re-index flow changes its index); yields (url, dirs)."""
-    with _streamlit_server(demo_index, tmp_path_factory.mktemp("browser")) as server:
-        yield server
+    with _streamlit_servers(demo_index, [tmp_path_factory.mktemp("browser")]) as servers:
+        yield servers[0]
 
 
 @pytest.fixture(scope="module")
-def browser_page():
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 1000})
-        page.set_default_timeout(120_000)
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            yield page
+            yield chromium
         finally:
-            browser.close()
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def browser_page(browser):
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.set_default_timeout(120_000)
+    return page
 
 
 def _open(page, url: str, title: str) -> None:
@@ -150,15 +173,42 @@ def test_workbench_flows_in_a_real_browser(app_server, browser_page, demo_index)
     assert outside == []
 
 
-def test_a_page_url_as_a_fresh_servers_first_request_opens_inside_the_navigation(
-        demo_index, tmp_path_factory, browser_page):
-    """A bookmark or a reload of /evaluation on a just-started server gets the app's
-    navigation (its page titles in the sidebar), not the page alone with Streamlit's
-    automatic sidebar, which is what a pages/ folder next to streamlit_app.py gives."""
-    with _streamlit_server(demo_index, tmp_path_factory.mktemp("first_request")) as (url, _):
-        _open(browser_page, f"{url}/evaluation", "Evaluation")
-        navigation = browser_page.locator('[data-testid="stSidebarNav"]').inner_text()
-        assert "Search & compare" in navigation and "Failure audit" in navigation, navigation
+@pytest.fixture(scope="module")
+def first_requests(demo_index, tmp_path_factory, browser):
+    """Each page's URL opened as the first request of a just-started server of its own
+    (Streamlit picks its multipage mode once per server); all load at once, in their own
+    tabs. Yields {page name: (tab, address)}."""
+    roots = [tmp_path_factory.mktemp(f"first_{page.name}") for page in NAVIGATION]
+    with _streamlit_servers(demo_index, roots) as servers:
+        opened = {}
+        for page, (url, _) in zip(NAVIGATION, servers):
+            tab = browser.new_page(viewport={"width": 1600, "height": 1000})
+            tab.set_default_timeout(300_000)
+            address = url if page is NAVIGATION[0] else f"{url}/{page.name}"  # default page: /
+            tab.goto(address)
+            opened[page.name] = (tab, address)
+        yield opened
+        for tab, _ in opened.values():
+            tab.close()
+
+
+@pytest.mark.parametrize("page", NAVIGATION, ids=[page.name for page in NAVIGATION])
+def test_each_page_url_as_a_fresh_servers_first_request_opens_inside_the_navigation(
+        page, first_requests):
+    """A bookmark or a reload of a page URL on a just-started server gets the app's
+    navigation (its section headings and page titles in the sidebar) and the page, not the
+    page alone with Streamlit's automatic sidebar, which is what a pages/ folder next to
+    the entry script gives."""
+    tab, address = first_requests[page.name]
+    tab.get_by_role("heading", name=page.title).first.wait_for()
+    _settle(tab)
+    navigation = tab.locator('[data-testid="stSidebarNav"]').inner_text()
+    for entry in NAVIGATION:
+        assert entry.title in navigation, navigation
+    for section in {entry.section for entry in NAVIGATION}:
+        assert section in navigation, navigation
+    assert tab.url.rstrip("/") == address
+    assert not tab.locator('[data-testid="stException"]').count()
 
 
 def _grid_rows(page) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ from ragloupe.generate.check import Source, check
 from ragloupe.index.store import open_store
 from ragloupe.ui.check_panel import parse_pages, pasted_sources, picked_sources
 
-PAGES = PROJECT_ROOT / "views"
+PAGES = PROJECT_ROOT / "pages"
 TIMEOUT = 300
 
 

@@ -142,7 +142,7 @@ def test_the_app_shows_a_bad_setting_as_one_message_not_an_exception(monkeypatch
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("RAGLOUPE_TOP_K", "ten")
-    app = AppTest.from_file(str(PROJECT_ROOT / "views" / "index_manage.py"), default_timeout=120)
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages" / "index_manage.py"), default_timeout=120)
     app.run()
     assert not app.exception, [e.value for e in app.exception]
     assert [e.value for e in app.error] == ["RAGLOUPE_TOP_K='ten' (from the environment): "

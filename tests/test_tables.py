@@ -188,7 +188,7 @@ def test_chunk_explorer_filters_by_kind_and_shows_table_cells_as_data(table_inde
     from ragloupe.index.store import open_store
 
     tables = [c for c in open_store(table_index).all_chunks() if c.kind == "table"]
-    app = AppTest.from_file(str(PROJECT_ROOT / "views/chunk_explorer.py"), default_timeout=300)
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages/chunk_explorer.py"), default_timeout=300)
     app.run()
     app.multiselect(key="explorer.kinds").set_value(["table"])
     app.run()

@@ -164,7 +164,7 @@ def test_tuning_section_refuses_a_bad_chunking_value_in_one_line(demo_env, tmp_p
     _gold(bench / "report.eval.json", "report", [("Section 1", 1)])
     monkeypatch.setenv("RAGLOUPE_BENCHMARKS_DIR", str(bench))
     monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "none")
-    app = AppTest.from_file(str(PROJECT_ROOT / "views/evaluation.py"), default_timeout=120)
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages/evaluation.py"), default_timeout=120)
     app.run()
     app.text_input(key="tune_chunking").set_value("256/300")
     next(b for b in app.button if b.label == "Run tuning").click()

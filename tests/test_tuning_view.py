@@ -29,7 +29,7 @@ def tuning_env(demo_env, tmp_path, monkeypatch) -> Settings:
 
 
 def test_tuning_section_shows_out_of_fold_beside_in_sample_and_the_gap(tuning_env):
-    app = AppTest.from_file(str(PROJECT_ROOT / "views/evaluation.py"), default_timeout=300)
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages/evaluation.py"), default_timeout=300)
     app.run()
     assert not app.exception
     assert any("No tuning run yet" in c.value for c in app.caption)

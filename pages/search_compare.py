@@ -15,6 +15,7 @@ from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, 
 from ragloupe.ui.charts import bump_chart
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
+from ragloupe.ui.navigation import page_file
 from ragloupe.ui.tables import comparison_columns, comparison_frame, comparison_styler
 from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import md_escape, query_terms
@@ -216,10 +217,10 @@ with page_errors():
         carried = {"question": shown["question"], "docs": shown["filters"].get("doc_ids", [])}
         if send_col.button("Send to Answer", key="send_answer"):
             state.carry("answer", carried)
-            st.switch_page("views/answer.py")
+            st.switch_page(page_file("answer"))
         if map_col.button("Show on the map", key="send_map"):
             state.carry("embeddings", {**carried, "mode": modes_shown[-1].replace("+rewrite", "")})
-            st.switch_page("views/embeddings.py")
+            st.switch_page(page_file("embeddings"))
 
         st.subheader("Hits by mode")
         for tab, mode in zip(st.tabs(modes_shown), modes_shown):

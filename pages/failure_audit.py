@@ -9,6 +9,7 @@ from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_embedder, get_store
 from ragloupe.ui.charts import failure_chart
 from ragloupe.ui.guard import page_errors
+from ragloupe.ui.navigation import page_file
 from ragloupe.ui.tables import audit_rows, gold_rank_rows, retrieved_rows, run_label
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import evaluate_with_progress
@@ -92,7 +93,7 @@ with page_errors():
                                "docs": [query["doc_id"]] if run.data["scope"] == "doc" else [],
                                "modes": [run.data["mode"].replace("+rewrite", "")]})
         st.session_state["_search_pending"] = True
-        st.switch_page("views/search_compare.py")
+        st.switch_page(page_file("search_compare"))
     audit = query.get("label_audit") or {}
     if audit.get("flagged"):
         meaning = run.data["label_audit"].get("categories", {}).get(audit.get("category", ""))

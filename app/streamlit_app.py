@@ -1,0 +1,44 @@
+"""ragloupe workbench: the entry point. `make run` starts it on 127.0.0.1:8501.
+
+It only sets up the page and the navigation; each page is a file under the
+top-level pages/ folder that reads widgets, calls into ragloupe and lays out
+the result. This script sits in app/, not beside pages/: a pages/ folder next
+to the main script puts Streamlit in its old "multipage v1" mode, where a fresh
+server whose first request is a page URL (a bookmark, a reload) runs that file
+alone, with an automatic sidebar instead of this navigation
+(ragloupe/ui/navigation.py and docs/app.md say more).
+
+Arguments after `--` (`streamlit run app/streamlit_app.py -- --index-if-empty PATH ...`)
+name sources to index in the background when the index is empty, so a first
+`make run` shows the app at once while the demo corpus is indexed.
+"""
+
+import sys
+
+from ragloupe.config import PROJECT_ROOT, bootstrap_environment, setting_warnings
+
+bootstrap_environment()
+
+import streamlit as st  # noqa: E402
+
+from ragloupe.ui.navigation import PAGES, page_file  # noqa: E402
+
+ICON = PROJECT_ROOT / "assets" / "favicon.png"  # local: a material icon is fetched from Google
+
+st.set_page_config(page_title="ragloupe", page_icon=str(ICON), layout="wide")
+
+if "--index-if-empty" in sys.argv:
+    from ragloupe.ui.background import start_first_run_index
+
+    start_first_run_index(sys.argv[sys.argv.index("--index-if-empty") + 1:])
+
+sections: dict[str, list] = {}
+for position, page in enumerate(PAGES):
+    sections.setdefault(page.section, []).append(st.Page(
+        page_file(page.name), title=page.title, icon=f":material/{page.icon}:",
+        url_path=page.name, default=position == 0))
+navigation = st.navigation(sections)
+st.sidebar.caption("ragloupe · a loupe on retrieval-augmented generation")
+for line in setting_warnings():  # a misspelt RAGLOUPE_* name would otherwise be silently ignored
+    st.sidebar.warning(line)
+navigation.run()
