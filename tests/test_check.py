@@ -67,11 +67,50 @@ def test_cited_answer_uses_its_citations_and_locates_sentence_evidence(llm):
     assert result.claims_status == "unavailable" and "not asked" in result.claims_reason
 
 
-def test_without_an_llm_the_screen_still_works_and_claims_say_why(settings):
-    result = check(ANSWER, SOURCES, settings.replace(llm_backend="none"))
+def test_with_the_llm_verifier_and_no_llm_the_screen_still_works_and_claims_say_why(settings):
+    result = check(ANSWER, SOURCES, settings.replace(llm_backend="none", check_verifier="llm"))
     assert result.claims_status == "unavailable"
     assert "RAGLOUPE_LLM_BACKEND" in result.claims_reason
     assert result.screen.tokens and result.score["score"] is None
+    assert result.as_dict()["dimensions"] is None and result.as_dict()["hallucination_flags"] == []
+
+
+def test_without_an_llm_claims_are_checked_model_free_sentence_by_sentence(settings):
+    result = check(ANSWER, SOURCES, settings.replace(llm_backend="none"))
+    assert result.claims_status == "checked" and result.verifier == "model-free"
+    figure, made_up, no_figure = result.claims
+    assert [c.claim.span_text for c in result.claims] == [
+        "The Core Revenue Resource Limit was £1,278,771 (£000).",
+        "The Board received £50m of extra funding.", "It also opened a hospital."]
+    assert figure.verdict == "supported" and figure.source == 1
+    assert ACCOUNTS[figure.evidence_span.start:figure.evidence_span.end] == "1,278,771"
+    assert made_up.verdict == "unverified" and "'£50m' is in none of the sources" in made_up.rationale
+    assert no_figure.verdict == "unverified" and no_figure.evidence_span is None
+    assert all(c.rationale.startswith("No model judged meaning") for c in result.claims)
+    assert not any(c.verdict == "contradicted" for c in result.claims)  # only a reading of meaning could say so
+    assert result.score["score"] == pytest.approx(10 * (1 + 0.4 + 0.4) / 3, abs=0.01)
+
+
+def test_model_free_claims_are_table_rows_and_words_found_verbatim(settings):
+    answer = ("| Line | Amount |\n|---|---|\n| Core limit | £1,278,771 (£000) |\n| Extra funding | £50m |\n\n"
+              "The Board met every statutory financial target.")
+    result = check(answer, SOURCES, settings.replace(check_verifier="model-free"))
+    rows = [c.claim.span_text for c in result.claims]
+    assert rows == ["| Core limit | £1,278,771 (£000) |", "| Extra funding | £50m |",
+                    "The Board met every statutory financial target."]
+    assert [c.verdict for c in result.claims] == ["supported", "unverified", "supported"]
+    words = result.claims[2]
+    assert ACCOUNTS[words.evidence_span.start:words.evidence_span.end] == "The Board met every statutory financial target."
+
+
+def test_report_gives_seed_dimensions_overall_verdict_and_hallucination_flags(settings):
+    data = check(ANSWER, SOURCES, settings.replace(check_verifier="model-free")).as_dict()
+    assert data["dimensions"] == {"groundedness": 33.3, "contradiction_rate": 0.0,
+                                  "hallucination_rate": 66.7, "completeness": 33.3}
+    assert data["overall_verdict"] == "partially_supported"
+    flags = data["hallucination_flags"]
+    assert [f["claim_index"] for f in flags] == [1, 2] and all(f["verdict"] == "unverified" for f in flags)
+    assert ANSWER[flags[0]["start"]:flags[0]["end"]] == "The Board received £50m of extra funding."
 
 
 def test_every_llm_call_is_logged_as_a_json_line(llm):

@@ -92,6 +92,7 @@ def test_a_field_added_later_is_validated_from_its_type_alone():
 
 def test_each_choice_list_is_the_one_its_module_implements():
     from ragloupe.diagnostics.projections import METHODS as PROJECTIONS
+    from ragloupe.generate import check
     from ragloupe.generate.llm import BACKENDS as LLMS
     from ragloupe.index.lexical import BACKENDS as BM25S
     from ragloupe.index import onnx_encoder
@@ -104,7 +105,8 @@ def test_each_choice_list_is_the_one_its_module_implements():
                    "page_aggregation": aggregate.RULES, "dynamic_cut": cut.RULES,
                    "llm_backend": LLMS, "projection_method": PROJECTIONS,
                    "table_strategy": STRATEGIES, "unit_view": units.VIEWS, "unit_dense": units.DENSE_RULES,
-                   "embedding_backend": onnx_encoder.BACKENDS}
+                   "embedding_backend": onnx_encoder.BACKENDS,
+                   "check_verifier": check.VERIFIERS, "check_evidence": check.EVIDENCE}
     assert {name: set(values) for name, values in CHOICES.items()} == \
         {name: set(values) for name, values in implemented.items()}
 

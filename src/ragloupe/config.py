@@ -166,6 +166,10 @@ class Settings:
     llm_max_tokens: int = 512
     rewrite_timeout_s: float = 15.0
     context_budget_tokens: int = 1500
+    # --- answer checks (/check, /halloumi/generate, ragloupe check) ---
+    check_verifier: str = "auto"  # auto (the LLM when one answers, else model-free) | llm | model-free
+    check_evidence: str = "per-claim"  # per-claim (each claim's best excerpts) | whole-sources
+    check_batch_tokens: int = 1500  # excerpt tokens per verification call (per-claim evidence)
 
     # --- workbench (Streamlit app) ---
     projection_method: str = "umap"  # umap | pca (pca is the fast choice)
@@ -310,6 +314,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "page_aggregation": ("max", "sum", "rrf"),  # retrieve.aggregate.RULES
     "dynamic_cut": ("none", "margin", "threshold"),  # retrieve.cut.RULES
     "llm_backend": ("ollama", "openai", "embedded", "none"),  # generate.llm.BACKENDS
+    "check_verifier": ("auto", "llm", "model-free"),  # generate.check.VERIFIERS
+    "check_evidence": ("per-claim", "whole-sources"),  # generate.check.EVIDENCE
     "projection_method": ("umap", "pca"),  # diagnostics.projections.METHODS
     "table_strategy": ("off", "whole", "rows", "row_blocks", "two_stage"),  # table_chunks.STRATEGIES
     "unit_view": ("none", "records", "all"),  # retrieve.units.VIEWS
@@ -360,6 +366,7 @@ BOUNDS: dict[str, Bound] = {
     "table_block_rows": _AT_LEAST_1, "ocr_dpi": Bound(72, 600), "prefer_tables_boost": _AT_LEAST_0,
     "unit_weight_bm25": _AT_LEAST_0, "unit_weight_dense": _AT_LEAST_0, "unit_bm25_b": _SHARE,
     "api_port": Bound(1, 65535), "api_max_body_kb": _AT_LEAST_1, "api_max_sources": _AT_LEAST_1,
+    "check_batch_tokens": Bound(100, 100_000),
 }
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

@@ -18,9 +18,13 @@ exactly the shape of the Halloumi verification backend of the EEA chatbot
   contradicted 0.0 (rag-facts-check's mapping; the model's own confidence is
   in /check, uncalibrated).
 
-/check answers 200 without an LLM (claims.status says why they were not
-checked); /halloumi/generate has nothing to say without one and answers 503
-with the reason.
+Without an LLM (none configured, or it does not answer its probe, with
+RAGLOUPE_CHECK_VERIFIER=auto) both answer 200 from the model-free verifier:
+claims are the answer's sentences and table rows, checked by the groundedness
+screen and evidence spans, and every rationale says that no model judged
+meaning. With RAGLOUPE_CHECK_VERIFIER=llm and no LLM, /check says why claims
+were not checked and /halloumi/generate answers 503 with the reason; an LLM
+that passes its probe but then fails is 503 (or 502 for nonsense) too.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from fastapi import APIRouter, Request
 
 from ragloupe.api.schemas import CheckRequest, HalloumiRequest, SourceIn
 from ragloupe.errors import LlmBadOutput, LlmUnavailable, RagloupeError
-from ragloupe.generate.check import CHECKED, FAILED, CheckResult, Source, check
+from ragloupe.generate.check import CHECKED, FAILED, CheckResult, Source, check, use_model_free
 
 router = APIRouter(tags=["answer checks"])
 
@@ -99,7 +103,13 @@ def _run(body: HalloumiRequest, request: Request, claims: bool) -> CheckResult:
         raise TooManySources(f"sources: {len(body.sources)} given, at most {limit} "
                              "(RAGLOUPE_API_MAX_SOURCES)")
     sources = [_source(item) for item in body.sources]
-    result = check(body.answer, sources, resources.settings, batch_size=body.batch_size, claims=claims)
+    settings = resources.settings
+    embedder = None
+    if claims:  # decide once which verifier runs: the model is needed only for the LLM's evidence
+        free = use_model_free(settings)
+        settings = settings.replace(check_verifier="model-free" if free else "llm")
+        embedder = None if free or settings.check_evidence != "per-claim" else resources.embedder()
+    result = check(body.answer, sources, settings, batch_size=body.batch_size, claims=claims, embedder=embedder)
     resources.metrics.stages(result.timings, prefix="check_")
     return result
 

@@ -43,9 +43,21 @@ def handle(args: argparse.Namespace) -> CommandResult:
     if not answer.strip():
         raise CheckInputInvalid(f"{args.answer}: the answer is empty")
     sources = read_sources(Path(args.sources))
-    result = check(answer, sources, get_settings(), batch_size=args.batch_size or BATCH_SIZE,
-                   claims=not args.no_claims)
+    settings = get_settings()
+    result = check(answer, sources, settings, batch_size=args.batch_size or BATCH_SIZE,
+                   claims=not args.no_claims, embedder=_embedder(settings, args))
     return CommandResult(result.as_dict(), result.summary())
+
+
+def _embedder(settings: Any, args: argparse.Namespace) -> Any:
+    """The embedding model re-ranks each claim's evidence when an LLM will verify claims."""
+    from ragloupe.generate.check import use_model_free
+
+    if args.no_claims or settings.check_evidence != "per-claim" or use_model_free(settings):
+        return None
+    from ragloupe.index.embedder import get_embedder
+
+    return get_embedder(settings)
 
 
 def read_sources(path: Path) -> list:

@@ -7,8 +7,15 @@ The same three checks as for ragloupe's own answers, reused, not redone:
 - evidence spans (evidence.citation_evidence over spans.find_span, with the
   matching method), for the sentences that cite a source;
 - claim verification and the 0-10 score (claims.extract_claims,
-  verify_claims, score_parts), which need an LLM. Without one the result
-  says why in ``claims_reason`` and everything else is still there.
+  verify_claims, score_parts). With an LLM, each claim is verified against
+  the few source excerpts most likely to hold its evidence (claim_evidence:
+  BM25 over the sources' sentences, then the embedder), packed into batches
+  under check_batch_tokens. Without an LLM (check_verifier "auto" and none
+  configured or reachable, or "model-free"), modelfree verifies the answer's
+  sentences and table rows by the screen and evidence spans, and says in
+  every rationale that no model judged meaning;
+- rag-facts-check's report over the verdicts (claim_report: dimensions,
+  overall verdict, hallucination flags).
 
 Citations. An answer that writes "[1]", "[2]" ... cites the sources by their
 position in the list (``citation_mode`` "cited"). An answer that cites
@@ -28,11 +35,16 @@ from typing import Any, Sequence
 from ragloupe.config import Settings
 from ragloupe.errors import LlmBadOutput, LlmUnavailable
 from ragloupe.generate.citations import Citation, parse_citations
+from ragloupe.generate.claim_evidence import Batch, evidence_for_claims, pack_batches
+from ragloupe.generate import claim_report, modelfree
 from ragloupe.generate.claims import BATCH_SIZE, ClaimCheck, extract_claims, score_parts, verify_claims
 from ragloupe.generate.evidence import CitationEvidence, citation_evidence
 from ragloupe.generate.groundedness import Screen, screen, split_sentences
 from ragloupe.generate.llm import LlmClient, get_client
 from ragloupe.models import Chunk
+
+VERIFIERS = ("auto", "llm", "model-free")  # Settings.check_verifier
+EVIDENCE = ("per-claim", "whole-sources")  # Settings.check_evidence
 
 CITED = "cited"
 ALL_SOURCES = "all sources"
@@ -74,8 +86,15 @@ class CheckResult:
     claims_reason: str  # why claims were not checked ("" when they were)
     claims: tuple[ClaimCheck, ...]
     score: dict[str, Any]  # claims.score_parts: score (0-10 or None) and its parts
-    model: str  # the LLM that checked the claims, 'ollama:llama3.2'
+    model: str  # the LLM that checked the claims, 'ollama:llama3.2', or modelfree.LABEL
     timings: dict[str, float] = field(default_factory=dict)  # seconds: screen, evidence, extract, verify
+    verifier: str = ""  # "llm" | "model-free" | "" (claims not checked)
+    batches: tuple[dict[str, Any], ...] = ()  # per verification call: its claims, excerpts and tokens
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """Dimensions, overall verdict and hallucination flags (claim_report)."""
+        return claim_report.report(self.claims)
 
     @property
     def answer_score(self) -> float | None:
@@ -100,8 +119,11 @@ class CheckResult:
             "screen": self.screen.as_dict(),
             "evidence": [asdict(e) for e in self.evidence],
             "claims": {"status": self.claims_status, "reason": self.claims_reason, "model": self.model,
+                       "verifier": self.verifier, "batches": list(self.batches),
                        "checks": [asdict(c) for c in self.claims]},
             "score": self.score,
+            **(self.report if self.claims_status == CHECKED else
+               {"dimensions": None, "overall_verdict": None, "hallucination_flags": []}),
             "timings": self.timings,
         }
 
@@ -115,6 +137,10 @@ class CheckResult:
         lines.append(f"claims: {score['claims']}  supported {score['supported']}  unverified "
                      f"{score['unverified']}  contradicted {score['contradicted']}  score {shown}  "
                      f"({self.model})")
+        report = self.report
+        dims = "  ".join(f"{k} {'n/a' if v is None else f'{v:.1f}%'}" for k, v in report["dimensions"].items())
+        lines.append(f"overall: {report['overall_verdict']}   {dims}")
+        lines.append(f"hallucination flags: {len(report['hallucination_flags'])}")
         for check in self.claims:
             where = f" [{check.source}]" if check.source else ""
             how = f" ({check.evidence_span.method})" if check.evidence_span else ""
@@ -134,11 +160,13 @@ class _SentenceCitation:
 
 
 def check(answer: str, sources: Sequence[Source], settings: Settings, client: LlmClient | None = None,
-          batch_size: int = BATCH_SIZE, claims: bool = True) -> CheckResult:
-    """Screen, locate evidence for and (with an LLM) verify ``answer`` against ``sources``.
+          batch_size: int = BATCH_SIZE, claims: bool = True, embedder: Any = None) -> CheckResult:
+    """Screen, locate evidence for and verify ``answer`` against ``sources``.
 
-    ``claims=False`` skips the LLM part on purpose (claims_reason says so).
-    Never raises for an LLM that is down or talks nonsense: the result carries the reason.
+    ``claims=False`` skips claim verification on purpose (claims_reason says so). Which verifier
+    runs follows settings.check_verifier (module docstring); ``embedder`` re-ranks each claim's
+    evidence and counts its tokens (without one, BM25's order stands and tokens are estimated). Never raises for an LLM that is
+    down or talks nonsense: the result carries the reason.
     """
     timings: dict[str, float] = {}
     chunks = [source.as_chunk(number) for number, source in enumerate(sources, start=1)]
@@ -154,26 +182,90 @@ def check(answer: str, sources: Sequence[Source], settings: Settings, client: Ll
     evidence = tuple(citation_evidence(_Cited(answer, written, chunks), screened)) if written else ()
     timings["evidence"] = time.perf_counter() - started
 
-    checks: list[ClaimCheck] = []
-    status, reason, model = CHECKED, "", ""
-    if not claims:
-        status, reason = UNAVAILABLE, "claim checking was not asked for"
+    texts = [c.text for c in chunks]
+    outcome = _Outcome(UNAVAILABLE, "claim checking was not asked for")
+    if claims:
+        if use_model_free(settings, client):
+            outcome = _model_free(answer, written, screened, texts, timings)
+        else:
+            outcome = _with_llm(client or get_client(settings), answer, citations, texts, settings, batch_size,
+                                embedder, timings)
+    return CheckResult(answer, tuple(sources), mode, tuple(written), screened, evidence, outcome.status,
+                       outcome.reason, tuple(outcome.checks), score_parts(outcome.checks), outcome.model,
+                       timings, outcome.verifier, tuple(outcome.batches))
+
+
+def use_model_free(settings: Settings, client: LlmClient | None = None) -> bool:
+    """check_verifier: "model-free" always; "llm" never; "auto" when no LLM is configured or it
+    does not answer its probe (``client``'s own, else one with llm_probe_timeout_s)."""
+    if settings.check_verifier != "auto":
+        return settings.check_verifier == "model-free"
+    if client is None:
+        if settings.llm_backend == "none":
+            return True
+        client = get_client(settings.replace(llm_timeout_s=settings.llm_probe_timeout_s))
+    return not client.available()[0]
+
+
+@dataclass
+class _Outcome:
+    status: str
+    reason: str
+    checks: list[ClaimCheck] = field(default_factory=list)
+    model: str = ""
+    verifier: str = ""
+    batches: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _model_free(answer: str, written: Sequence[Any], screened: Screen, texts: list[str],
+                timings: dict[str, float]) -> _Outcome:
+    started = time.perf_counter()
+    cited = modelfree.claim_is_cited(written) if written else (lambda start, end: True)
+    checks = modelfree.verify_without_model(modelfree.answer_claims(answer, cited), screened, texts)
+    timings["verify"] = time.perf_counter() - started
+    return _Outcome(CHECKED, "", checks, modelfree.LABEL, "model-free")
+
+
+def _with_llm(client: LlmClient, answer: str, citations: Sequence[Any], texts: list[str], settings: Settings,
+              batch_size: int, embedder: Any, timings: dict[str, float]) -> _Outcome:
+    outcome = _Outcome(CHECKED, "", model=client.label, verifier="llm")
+    try:
+        started = time.perf_counter()
+        extracted = extract_claims(client, answer, citations)
+        timings["extract"] = time.perf_counter() - started
+        started = time.perf_counter()
+        batches = _evidence_batches(extracted, texts, settings, max(1, batch_size), embedder)
+        timings["claim_evidence"] = time.perf_counter() - started
+        started = time.perf_counter()
+        outcome.checks = verify_claims(client, extracted, texts, max(1, batch_size), batches)
+        timings["verify"] = time.perf_counter() - started
+        outcome.batches = [_batch_view(b) for b in batches or ()]
+    except LlmUnavailable as exc:
+        outcome.status, outcome.reason = UNAVAILABLE, str(exc)
+    except LlmBadOutput as exc:
+        outcome.status, outcome.reason = FAILED, str(exc)
+    return outcome
+
+
+def _evidence_batches(extracted: Sequence[Any], texts: list[str], settings: Settings, batch_size: int,
+                      embedder: Any) -> list[Batch] | None:
+    """Per-claim evidence packed into batches (claim_evidence), or None for whole sources."""
+    if settings.check_evidence != "per-claim" or not extracted:
+        return None
+    if embedder is None:  # BM25 order stands; tokens estimated at four characters each
+        count: Any = lambda text: -(-len(text) // 4)
+        embed = None
     else:
-        client = client or get_client(settings)
-        model = client.label
-        try:
-            started = time.perf_counter()
-            extracted = extract_claims(client, answer, citations)
-            timings["extract"] = time.perf_counter() - started
-            started = time.perf_counter()
-            checks = verify_claims(client, extracted, [c.text for c in chunks], max(1, batch_size))
-            timings["verify"] = time.perf_counter() - started
-        except LlmUnavailable as exc:
-            status, reason = UNAVAILABLE, str(exc)
-        except LlmBadOutput as exc:
-            status, reason = FAILED, str(exc)
-    return CheckResult(answer, tuple(sources), mode, tuple(written), screened, evidence, status, reason,
-                       tuple(checks), score_parts(checks), model, timings)
+        tokenizer = embedder.tokenizer
+        count = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        embed = embedder.encode
+    excerpts = evidence_for_claims([c.text for c in extracted], texts, embed)
+    return pack_batches(excerpts, count, settings.check_batch_tokens, batch_size)
+
+
+def _batch_view(batch: Batch) -> dict[str, Any]:
+    return {"claims": list(batch.claims), "tokens": batch.tokens,
+            "excerpts": [{"source": e.source, "start": e.start, "end": e.end} for e in batch.excerpts]}
 
 
 def _every_sentence_cites_all(answer: str, n_sources: int) -> list[_SentenceCitation]:

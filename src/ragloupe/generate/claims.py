@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator, Literal, Sequence
 
 from ragloupe.errors import LlmBadOutput
@@ -236,18 +236,59 @@ def _is_cited(span: Span | None, sentences: list[tuple[int, int]], citations: Se
 
 
 def verify_claims(client: LlmClient, claims: Sequence[Claim], passages: Sequence[str],
-                  batch_size: int = BATCH_SIZE) -> list[ClaimCheck]:
-    """Each claim checked against ``passages`` (numbered from 1), ``batch_size`` per LLM call."""
-    context = "\n\n".join(f"[{i}] {text.strip()}" for i, text in enumerate(passages, start=1))
+                  batch_size: int = BATCH_SIZE, batches: Sequence[Any] | None = None) -> list[ClaimCheck]:
+    """Each claim checked against ``passages`` (numbered from 1), ``batch_size`` per LLM call.
+
+    With ``batches`` (claim_evidence.pack_batches) each call holds its claims and only their
+    excerpts, numbered from 1 in the prompt; verdicts come back in the passages' own numbers
+    and offsets."""
+    if batches is None:
+        whole = tuple(_WholePassage(n, text) for n, text in enumerate(passages, start=1))
+        batches = [_WholeBatch(tuple(range(first, min(first + batch_size, len(claims)))), whole)
+                   for first in range(0, len(claims), batch_size)]
     checks: list[ClaimCheck] = []
-    for first in range(0, len(claims), batch_size):
-        batch = claims[first:first + batch_size]
-        listed = "\n".join(f"{i}. {claim.text}" for i, claim in enumerate(batch, start=1))
+    for batch in batches:
+        shown = [ex.text for ex in batch.excerpts]
+        context = "\n\n".join(f"[{i}] {text.strip()}" for i, text in enumerate(shown, start=1))
+        listed = "\n".join(f"{i}. {claims[c].text}" for i, c in enumerate(batch.claims, start=1))
         reply = client.generate(VERIFY_PROMPT.format(passages=context, claims=listed),
                                 system=VERIFY_SYSTEM, json_mode=True)
-        results = _results_by_id(_json_list(reply, "results", "claim verification"), len(batch))
-        checks.extend(_check(claim, results.get(i), passages) for i, claim in enumerate(batch, start=1))
+        results = _results_by_id(_json_list(reply, "results", "claim verification"), len(batch.claims))
+        for i, c in enumerate(batch.claims, start=1):
+            checks.append(_in_sources(_check(claims[c], results.get(i), shown), batch.excerpts, passages))
     return checks
+
+
+@dataclass(frozen=True)
+class _WholePassage:
+    """A whole passage as an excerpt of itself (the batches of verify_claims without evidence)."""
+
+    source: int
+    text: str
+    start: int = 0
+
+
+@dataclass(frozen=True)
+class _WholeBatch:
+    claims: tuple[int, ...]
+    excerpts: tuple[_WholePassage, ...]
+
+
+def _in_sources(check: ClaimCheck, excerpts: Sequence[Any], passages: Sequence[str]) -> ClaimCheck:
+    """A check made against excerpts, with its passage number and evidence span in the passages'
+    own terms; a quote found in no excerpt is looked for in the whole passages."""
+    if check.source is not None and check.evidence_span is not None:
+        shown = excerpts[check.source - 1]
+        span = check.evidence_span
+        moved = Span(span.start + shown.start, span.end + shown.start, span.method, span.score)
+        return replace(check, source=shown.source, evidence_span=moved)
+    if check.quote and check.evidence_span is None:
+        span, source = _locate(check.quote, None, passages)
+        if span is not None:
+            restored = "supported" if check.note.startswith("downgraded from supported") else check.verdict
+            return replace(check, verdict=restored, source=source, evidence_span=span, note="")
+    source = excerpts[check.source - 1].source if check.source is not None and check.source <= len(excerpts) else None
+    return replace(check, source=source)
 
 
 def _results_by_id(items: list[Any], n: int) -> dict[int, dict]:
