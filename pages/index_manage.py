@@ -35,8 +35,9 @@ with page_errors():
 
     limit_mb = min(settings.max_upload_mb, int(st.get_option("server.maxUploadSize")))
     with st.expander("Add files to the raw folder", expanded=False):
-        st.caption(f"PDF, CSV or JSON Lines, at most {limit_mb} MB each. Each file is checked "
-                   f"as it is saved (a PDF header; a records file's id and text columns), saved "
+        st.caption(f"PDF, HTML, Word (.docx), CSV or JSON Lines, at most {limit_mb} MB each. Each "
+                   f"file is checked as it is saved (a PDF header; an HTML or Word document's text; "
+                   f"a records file's id and text columns), saved "
                    f"under {settings.path('raw_dir')} and indexed by the next run.")
         uploads = st.file_uploader("Files", type=[s.lstrip(".") for s in UPLOAD_SUFFIXES],
                                    accept_multiple_files=True, key="uploads")

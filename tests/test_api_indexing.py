@@ -90,7 +90,8 @@ def test_traversal_names_cannot_leave_the_raw_folder(api, tmp_path, name, saved)
 @pytest.mark.parametrize("name, data, reason", [
     ("fake.pdf", b"MZ\x90\x00 this is an executable", "not a PDF"),
     ("bad.csv", b"title,body\nA,some text\n", "no id column"),
-    ("notes.docx", b"PK\x03\x04", "only .pdf, .csv, .jsonl"),
+    ("notes.docx", b"PK\x03\x04", "not a Word .docx file"),
+    ("slides.pptx", b"PK\x03\x04", "only .pdf, .html, .htm, .docx, .csv, .jsonl"),
     ("empty.pdf", b"", "at least 1 character"),
 ])
 def test_bad_content_is_refused_before_saving(api, name, data, reason):

@@ -172,7 +172,7 @@ def test_upload_names_cannot_escape_the_raw_folder(settings, tmp_path, name):
 def test_upload_refuses_other_types_and_oversized_files(settings):
     from ragloupe.errors import RagloupeError
 
-    with pytest.raises(RagloupeError, match="only .pdf, .csv, .jsonl"):
+    with pytest.raises(RagloupeError, match="only .pdf, .html, .htm, .docx, .csv, .jsonl"):
         sanitise_filename("report.exe")
     with pytest.raises(RagloupeError, match="over the 1 MB limit"):
         save_upload("big.csv", b"x" * (1024 * 1024 + 1), settings.replace(max_upload_mb=1))

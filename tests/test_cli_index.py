@@ -129,5 +129,5 @@ def test_missing_and_unsupported_paths_are_per_file_errors(capsys, small_corpus,
     assert code == 1
     reasons = {e["doc_id"]: e["error"] for e in data["errors"]}
     assert reasons == {"nowhere": "no such file or directory",
-                       "notes": "unsupported file type .txt: expected .pdf, .csv or .jsonl"}
+                       "notes": "unsupported file type .txt: expected .pdf, .html, .htm, .docx, .csv or .jsonl"}
     assert data["new"] == ["notes", "report"]

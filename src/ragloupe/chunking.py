@@ -190,7 +190,7 @@ def chunk_document(doc: SourceDoc, tokenizer, settings: Settings,
         if page.tables and settings.table_strategy != "off":
             chunks.extend(table_chunks(doc, page, tokenizer, settings, size, special,
                                        first_position=_next_position(chunks, page),
-                                       section=running.get(page.page, "") or
+                                       section=page.section or running.get(page.page, "") or
                                        (headings[0][1] if headings else "")))
     if settings.chunk_context:
         chunks = [replace(c, context=context_line(document_title(doc), c.section)) for c in chunks]
@@ -269,7 +269,8 @@ def running_sections(pages: Sequence[Page]) -> dict[int, str]:
 def _section_at(page: Page, headings: list[tuple[int, str]], window: Window, running: str) -> str:
     """The section a window belongs to.
 
-    Records: the record's title (else its section field). PDF pages: the last
+    Records: the record's title (else its section field). HTML/DOCX pages:
+    their heading path. PDF pages: the last
     heading on the page that starts at or before the window; failing that,
     the page's running head; failing that, the first heading inside the
     window. In-text headings do not carry over to the next page: PDF text
@@ -278,6 +279,8 @@ def _section_at(page: Page, headings: list[tuple[int, str]], window: Window, run
     """
     if page.record_id is not None:
         return (page.title or page.section or "").strip()
+    if page.section:  # HTML/DOCX pages know their heading path: no guessing from the text
+        return page.section
     before = [text for offset, text in headings if offset <= window.char_start]
     if before:
         return before[-1]

@@ -77,6 +77,7 @@ class Settings:
     record_max_kb: int = 2048  # a record whose text is larger is refused (it would take hours to embed)
     records_file_max_mb: int = 512  # a larger CSV/JSONL file is refused before it is read
     max_upload_mb: int = 50
+    markup_max_mb: int = 100  # an HTML file, or a .docx whose body unpacks, larger than this is refused
     ocr: bool = True  # OCR pages that have an image but no text layer (Tesseract, see ingest/ocr.py)
     ocr_dpi: int = 300  # resolution a page is rendered at for OCR
 
@@ -350,7 +351,7 @@ BOUNDS: dict[str, Bound] = {
     "quality_max_nonalpha": _SHARE, "quality_min_chars": _AT_LEAST_0, "quality_reject_garbage": _SHARE,
     "boilerplate_edge_lines": _AT_LEAST_0, "boilerplate_min_run": _AT_LEAST_0,
     "pdf_timeout_s": _POSITIVE, "pdf_max_memory_mb": _AT_LEAST_0,  # 0: no memory cap
-    "record_min_chars": _AT_LEAST_0, "max_upload_mb": _AT_LEAST_1,
+    "record_min_chars": _AT_LEAST_0, "max_upload_mb": _AT_LEAST_1, "markup_max_mb": _AT_LEAST_1,
     "chunk_tokens": _AT_LEAST_1, "chunk_overlap": _AT_LEAST_0,
     "chroma_port": Bound(1, 65535),
     "chroma_timeout_s": _POSITIVE, "record_max_kb": _AT_LEAST_1, "records_file_max_mb": _AT_LEAST_1,

@@ -33,7 +33,8 @@ class Table:
 
 @dataclass(frozen=True)
 class Page:
-    """One PDF page, or one record of a CSV/JSONL corpus, after extraction."""
+    """One PDF page, one record of a CSV/JSONL corpus, or one page of an HTML/DOCX
+    document (a section, see ingest/sections.py), after extraction."""
 
     doc_id: str
     page: int  # 1-based PDF page number; for records, the record's page field or its 1-based ordinal
@@ -43,7 +44,8 @@ class Page:
     reason: str  # plain words a person can act on; "" only for clean pages
     record_id: str | None = None  # the record's id (records only)
     title: str | None = None  # the record's title (records only)
-    section: str | None = None  # the record's section field (records only)
+    # The record's section field; for HTML/DOCX pages their heading path ("Budget › Capital").
+    section: str | None = None
     stripped: tuple[str, ...] = ()  # boilerplate lines removed from this page
     tables: tuple[Table, ...] = ()  # tables cut out of ``text`` (PDF pages, table strategy on)
     confidence: float | None = None  # OCR pages: mean word confidence, 0-100
@@ -70,7 +72,7 @@ class SourceDoc:
 
     doc_id: str
     path: str
-    kind: Literal["pdf", "records"]
+    kind: Literal["pdf", "html", "docx", "records"]
     sha256: str
     pages: tuple[Page, ...] = ()
     boilerplate: tuple[str, ...] = ()  # running header/footer lines stripped from this document

@@ -131,7 +131,7 @@ def _now() -> str:
 
 @router.post("/api/v1/docs/upload", status_code=202)
 def upload(body: UploadRequest, request: Request) -> JSONResponse:
-    """Save one .pdf / .csv / .jsonl into the raw folder and start an incremental re-index."""
+    """Save one .pdf / .html / .docx / .csv / .jsonl into the raw folder and start an incremental re-index."""
     # The app's own upload rules (pure code, no Streamlit): a plain name inside raw_dir, and the
     # content checked (PDF header, records validation) before anything is written.
     from ragloupe.ingest.uploads import sanitise_filename, save_upload

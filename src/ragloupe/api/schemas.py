@@ -63,7 +63,7 @@ class RankRequest(BaseModel):
 
 class UploadRequest(BaseModel):
     """POST /api/v1/docs/upload: one file, base64-encoded (EvidenceRAG's pdf_filename / pdf_base64
-    are accepted too); .pdf, .csv or .jsonl."""
+    are accepted too); .pdf, .html, .htm, .docx, .csv or .jsonl."""
 
     filename: str = Field(min_length=1, max_length=255,
                           validation_alias=AliasChoices("filename", "pdf_filename"))

@@ -34,7 +34,7 @@ from ragloupe.index.lock import index_lock, lock_holder
 from ragloupe.index.manifest import DocumentEntry, Manifest, entry_for
 from ragloupe.index.store import Store, open_store
 from ragloupe.ingest import discover_sources, load_source
-from ragloupe.ingest.sources import doc_id_for, file_sha256, is_source
+from ragloupe.ingest.sources import EXPECTED, doc_id_for, file_sha256, is_source
 from ragloupe.models import SourceDoc
 
 
@@ -64,7 +64,7 @@ class IndexPlan:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)  # doc_ids whose file is gone
     missing_roots: list[str] = field(default_factory=list)  # given paths that do not exist
-    unsupported: list[str] = field(default_factory=list)  # given files that are not .pdf/.csv/.jsonl
+    unsupported: list[str] = field(default_factory=list)  # given files of a type ragloupe does not read
     stale: str | None = None  # why the index does not match the settings in force
     hashes: dict[str, str] = field(default_factory=dict)  # path -> sha256 (for the run)
 
@@ -241,7 +241,7 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
         for path in the_plan.unsupported:
             summary.errors.append(FileError(path, doc_id_for(Path(path)),
                                             f"unsupported file type {Path(path).suffix or '(none)'}: "
-                                            "expected .pdf, .csv or .jsonl"))
+                                            f"expected {EXPECTED}"))
 
         for doc_id in the_plan.deleted:
             summary.chunks_removed += _remove_document(manifest, store, doc_id)

@@ -16,7 +16,10 @@ candidate is a running line
 Running lines are removed from page edges only: the same words inside the
 body stay, because there they are content. Documents with fewer than
 ``boilerplate_min_pages`` text pages are left alone, since with two pages
-every line of a one-line footer "repeats". What was removed is kept per page
+every line of a one-line footer "repeats". Stripping never empties a
+document: when removing the running lines would leave no page with any text
+(four pages that each read only "habibi"), those lines are the document's
+content and nothing is stripped. What was removed is kept per page
 (``Page.stripped``) and per document (``SourceDoc.boilerplate``).
 
 Pure functions over page texts; the PDF loader applies them.
@@ -116,6 +119,8 @@ def find_running_lines(page_texts: Sequence[str], min_share: float, min_pages: i
         for position in chosen:
             strip[with_text[position]].add(key)
     per_page = tuple(frozenset(strip.get(i, ())) for i in range(len(page_texts)))
+    if all(not strip_running_lines(page_texts[i], per_page[i], edge_lines).text for i in with_text):
+        return empty  # nothing but "running" lines: they are the document's content
     return RunningLines(per_page, shown)
 
 

@@ -1,6 +1,7 @@
 """Which files are sources, and which loader reads each one.
 
-A source is a PDF or a records file (CSV / JSON Lines). Its ``doc_id`` is the
+A source is a PDF, an HTML page, a Word .docx document or a records file
+(CSV / JSON Lines). Its ``doc_id`` is the
 file stem and its identity for the manifest is the sha256 of its bytes.
 ``load_source`` is the one entry point the index uses: it never raises for
 bad input, it returns a SourceDoc whose ``error`` says in one line what is
@@ -10,6 +11,7 @@ wrong.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
@@ -20,7 +22,10 @@ from ragloupe.models import SourceDoc
 
 PDF_SUFFIXES = frozenset({".pdf"})
 RECORD_SUFFIXES = frozenset({".csv", ".jsonl"})
-SOURCE_SUFFIXES = PDF_SUFFIXES | RECORD_SUFFIXES
+HTML_SUFFIXES = frozenset({".html", ".htm"})  # html_doc.SUFFIXES (a test checks)
+DOCX_SUFFIXES = frozenset({".docx"})  # docx_doc.SUFFIXES
+SOURCE_SUFFIXES = PDF_SUFFIXES | RECORD_SUFFIXES | HTML_SUFFIXES | DOCX_SUFFIXES
+EXPECTED = ".pdf, .html, .htm, .docx, .csv or .jsonl"
 
 
 def is_source(path: Path) -> bool:
@@ -65,7 +70,13 @@ def file_sha256(path: Path, block_size: int = 1 << 20) -> str:
 
 
 def kind_for(path: Path) -> str:
-    return "pdf" if Path(path).suffix.lower() in PDF_SUFFIXES else "records"
+    """pdf | html | docx | records, from the file's suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix in HTML_SUFFIXES:
+        return "html"
+    if suffix in DOCX_SUFFIXES:
+        return "docx"
+    return "pdf" if suffix in PDF_SUFFIXES else "records"
 
 
 def load_source(path: Path, settings: Settings) -> SourceDoc:
@@ -74,6 +85,8 @@ def load_source(path: Path, settings: Settings) -> SourceDoc:
     A file that cannot be read at all (missing, unreadable, unsupported)
     comes back with ``error`` set and no pages, like any other refused file.
     """
+    from ragloupe.ingest.docx_doc import load_docx
+    from ragloupe.ingest.html_doc import load_html
     from ragloupe.ingest.pdf import load_pdf
     from ragloupe.ingest.validate import validate_records
 
@@ -87,10 +100,11 @@ def load_source(path: Path, settings: Settings) -> SourceDoc:
     if not is_source(path):
         return SourceDoc(doc_id=doc_id_for(path), path=str(path), kind=kind, sha256=sha256,
                          error=f"unsupported file type {path.suffix or '(none)'}: "
-                               "expected .pdf, .csv or .jsonl")
+                               f"expected {EXPECTED}")
+    loaders = {"pdf": load_pdf, "html": load_html, "docx": load_docx}
     try:
-        if kind == "pdf":
-            return load_pdf(path, settings, sha256=sha256)
+        if kind in loaders:
+            return keep_short_document(loaders[kind](path, settings, sha256=sha256), settings)
         return validate_records(path, settings, sha256=sha256)
     except RagloupeError as exc:
         return SourceDoc(doc_id=doc_id_for(path), path=str(path), kind=kind, sha256=sha256,
@@ -100,3 +114,22 @@ def load_source(path: Path, settings: Settings) -> SourceDoc:
         return SourceDoc(doc_id=doc_id_for(path), path=str(path), kind=kind, sha256=sha256,
                          error=f"internal error while reading ({type(exc).__name__}); "
                                f"details in {where}")
+
+
+def keep_short_document(doc: SourceDoc, settings: Settings) -> SourceDoc:
+    """A document whose every page is too short to index keeps its short pages.
+
+    The quality floor (``quality_min_chars``) is there to drop a page holding
+    only a page number among pages of text; it must not make a whole document
+    vanish. When no page is indexable, each page that has some text is
+    indexed as degraded, its reason saying why it was kept.
+    """
+    if doc.error is not None or any(page.indexable for page in doc.pages):
+        return doc
+    kept = []
+    for page in doc.pages:
+        if page.quality == "empty" and (page.text.strip() or page.tables):
+            page = replace(page, quality="degraded",
+                           reason=f"{page.reason}; kept, since no page of the document has more")
+        kept.append(page)
+    return replace(doc, pages=tuple(kept))

@@ -17,7 +17,7 @@ from pathlib import Path
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError, UnsupportedFile
 
-UPLOAD_SUFFIXES = (".pdf", ".csv", ".jsonl")
+UPLOAD_SUFFIXES = (".pdf", ".html", ".htm", ".docx", ".csv", ".jsonl")
 MAX_NAME_CHARS = 120
 
 
@@ -79,8 +79,9 @@ def save_upload(name: str, data: bytes, settings: Settings) -> Path:
 def check_upload(name: str, data: bytes, settings: Settings) -> None:
     """Refuse a file the indexer would refuse, before it is saved: one line saying why.
 
-    A PDF must carry the %PDF- header; a records file must read, with an id
-    and a text column and no blocking finding. The PDF's pages are read at
+    A PDF must carry the %PDF- header; an HTML or Word document must read and
+    hold text; a records file must read, with an id and a text column and no
+    blocking finding. The PDF's pages are read at
     index time (in a child process with limits), not here.
     """
     from ragloupe.ingest import load_source
