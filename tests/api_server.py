@@ -21,7 +21,9 @@ class ApiServer:
         self.settings = settings
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port,
+        app = create_app(settings)
+        self.app_resources = app.state.resources  # the server's Resources, for tests that drive warm_up
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port,
                                 log_level="warning", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)

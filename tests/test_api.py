@@ -49,7 +49,7 @@ def test_health_needs_no_key_and_reports_index_and_llm(api):
 
 
 @pytest.mark.parametrize("method, path", [
-    ("get", "/api/v1/docs"), ("get", "/api/v1/metrics"), ("post", "/check"), ("post", "/halloumi/generate"),
+    ("get", "/api/v1/docs"), ("get", "/api/v1/metrics"), ("get", "/metrics"), ("post", "/check"), ("post", "/halloumi/generate"),
     ("post", "/api/v1/search"), ("get", f"/api/v1/docs/{DOC}/stats"), ("get", "/api/v1/runs"),
     ("get", "/openapi.json"), ("post", "/api/v1/index"),
 ])
@@ -275,7 +275,7 @@ def test_upload_is_off_unless_switched_on(api):
 
 def test_metrics_count_requests_and_time_stages_in_prometheus_text(api):
     api.client.post("/api/v1/search", json={"question": "capital expenditure", "k": 3})
-    response = api.client.get("/api/v1/metrics")
+    response = api.client.get("/metrics")
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     text = response.text
     assert '# TYPE ragloupe_http_requests_total counter' in text

@@ -15,6 +15,7 @@ import pytest
 from api_server import ApiServer
 from conftest import NOTE_ROWS, write_records
 from local_servers import free_port, wait_until_ready
+import evidencerag_models as er
 from pdf_factory import statement_page, write_report_pdf, write_table_pdf
 from ragloupe.config import Settings
 from ragloupe.index.lock import index_lock
@@ -74,6 +75,15 @@ def test_an_uploaded_statement_has_its_table_chunks_listed(api, tmp_path):
     assert any("Core revenue resource limit" in t["text"] and "|" in t["text"] for t in tables["tables"])
     assert tables["tables"][0]["row_start"] >= 0 and tables["tables"][0]["row_end"] > tables["tables"][0]["row_start"]
     assert api.client.get("/api/v1/docs/statement/stats").json()["table_count"] == 1
+    listed = er.Tables.model_validate(tables)  # EvidenceRAG's shape: one item per table
+    assert listed.has_tables and listed.total == len(listed.items) == 1
+    table = listed.items[0]
+    assert table.page == 1 and table.rows >= 2 and table.cols >= 2
+    assert table.table_markdown.count("\n") == table.rows + 1  # header, separator, every body row
+    assert "Core revenue resource limit" in table.table_markdown
+    found = api.client.post("/api/v1/docs/statement/search",
+                            json={"question": "core revenue resource limit", "k": 5, "filter_is_table": True}).json()
+    assert found["results"] and all(r["is_table"] and r["table_chunk_kind"] == "rows" for r in found["results"])
 
 
 @pytest.mark.parametrize("name, saved", [("../../outside.csv", "outside.csv"), ("..\\..\\evil.csv", "evil.csv"),

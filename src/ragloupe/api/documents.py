@@ -78,6 +78,9 @@ def document_stats(doc_id: str, request: Request) -> dict[str, Any]:
         "chunk_overlap_tokens": resources.settings.chunk_overlap,
         "boilerplate_lines": len(entry.boilerplate), "findings": len(entry.findings),
         "has_eval_set": bool(questions), "eval_items": len(questions),
+        # EvidenceRAG's provenance and availability fields
+        "table_chunking": resources.settings.table_strategy, "tokenizer_backend": resources.settings.embedding_model,
+        "has_pipeline_log": True, "has_tables_structured": bool(tables),
     }
 
 
@@ -86,9 +89,11 @@ def eval_items(doc_id: str, request: Request) -> dict[str, Any]:
     """The gold questions about this document, with the pages (or records) that answer them."""
     resources = request.app.state.resources
     _entry(resources, doc_id)
-    return {"items": [{"query_id": q.query_id, "question": q.question, "expected_pages": list(q.expected_pages),
+    return {"label_type": "gold",
+            "items": [{"query_id": q.query_id, "question": q.question, "expected_pages": list(q.expected_pages),
                        "expected_records": list(q.expected_records), "expected_answer": q.expected_answer,
-                       "difficulty": q.difficulty, "category": q.category, "goldset": q.goldset}
+                       "answer_type": q.answer_type or None, "difficulty": q.difficulty,
+                       "evidence_layout": None, "category": q.category, "goldset": q.goldset}
                       for q in _questions(resources, doc_id)]}
 
 
@@ -116,14 +121,18 @@ def document_log(doc_id: str, request: Request,
 @router.get("/{doc_id}/tables")
 def document_tables(doc_id: str, request: Request, limit: int = Query(200, ge=1, le=MAX_TABLES),
                     page: int | None = Query(None, ge=1)) -> dict[str, Any]:
-    """The document's table chunks (kind "table": a markdown table with its header, or a table's
-    summary), with the table's index on its page and the body rows each chunk holds."""
+    """The document's tables under ``items`` (EvidenceRAG's shape: one per table, its chunks
+    joined), and under ``tables`` its table chunks (a markdown table with its header, or a
+    table's summary) with the table's index on its page and the body rows each chunk holds."""
+    from ragloupe.api.page_view import table_items
+
     resources = request.app.state.resources
-    _entry(resources, doc_id)
+    entry = _entry(resources, doc_id)
     chunks = [c for c in resources.store().all_chunks(where={"doc_id": doc_id})
               if c.kind == "table" and (page is None or c.page == page)]
-    return {"doc_id": doc_id, "total": len(chunks),
-            "tables": [_chunk_view(c) for c in chunks[:limit]]}
+    items = table_items(chunks, {p.page: p.method for p in entry.pages})
+    return {"doc_id": doc_id, "has_tables": bool(items), "total": len(items), "items": items[:limit],
+            "total_chunks": len(chunks), "tables": [_chunk_view(c) for c in chunks[:limit]]}
 
 
 @router.get("/{doc_id}/pages/{page_no}/chunks")
@@ -134,16 +143,23 @@ def page_chunks(doc_id: str, page_no: int, request: Request) -> dict[str, Any]:
     page = next((p for p in entry.pages if p.page == page_no), None)
     if page is None:
         raise UnknownDocument(f"{doc_id} has no page {page_no} (it has {len(entry.pages)})")
+    from ragloupe.api.page_view import page_chunks as token_view
+
     chunks = resources.store().all_chunks(where={"$and": [{"doc_id": doc_id}, {"page": page_no}]})
+    tokens = token_view(chunks, resources.embedder().tokenizer)
     views, previous = [], ""
-    for chunk in chunks:
-        view = _chunk_view(chunk)
+    for chunk, inspected in zip(chunks, tokens["chunks"]):
+        view = {**_chunk_view(chunk), **inspected}
         view["overlap_chars_with_previous"] = _overlap(previous, chunk.text)
         views.append(view)
         previous = chunk.text
+    settings = resources.settings
     return {"doc_id": doc_id, "page": page_no, "quality": page.quality, "reason": page.reason,
             "method": page.method, "n_chars": page.n_chars, "stripped": list(page.stripped),
-            "chunks": views}
+            "chunk_count": tokens["chunk_count"], "page_token_count": tokens["page_token_count"],
+            "chunk_size_tokens": settings.chunk_tokens, "chunk_overlap_tokens": settings.chunk_overlap,
+            "page_text": tokens["page_text"], "tokenizer_backend": settings.embedding_model,
+            "tokenizer_exact_counting": True, "segment_aware_chunking": False, "chunks": views}
 
 
 @router.post("/{doc_id}/search")
@@ -152,7 +168,7 @@ def search_document(doc_id: str, body: SearchRequest, request: Request) -> dict[
     from ragloupe.api.search import run_search
 
     _entry(request.app.state.resources, doc_id)
-    return run_search(body.model_copy(update={"doc_ids": [doc_id]}), request)
+    return run_search(body, request, doc_id=doc_id)
 
 
 def _entry(resources: Any, doc_id: str) -> Any:

@@ -104,3 +104,40 @@ def _escape(value: str) -> str:
 
 def _number(value: float) -> str:
     return f"{value:g}"
+
+
+class GenerationCounters:
+    """EvidenceRAG's generation observability counters, served as JSON at /api/v1/metrics:
+    answers asked for (by outcome), citations parsed / valid / rejected, and generation latency."""
+
+    OUTCOMES = ("ok", "skipped", "insufficient_evidence", "error")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._outcomes: dict[str, int] = {name: 0 for name in self.OUTCOMES}
+        self._citations = {"parsed_total": 0, "valid_total": 0, "rejected_total": 0}
+        self._latency_ms = 0.0
+        self._total = 0
+
+    def record(self, outcome: str, parsed: int = 0, valid: int = 0, latency_ms: float = 0.0) -> None:
+        """One search's generation: ``outcome`` is a generation_status (an unknown one counts as error)."""
+        with self._lock:
+            self._total += 1
+            self._outcomes[outcome if outcome in self._outcomes else "error"] += 1
+            self._citations["parsed_total"] += parsed
+            self._citations["valid_total"] += valid
+            self._citations["rejected_total"] += parsed - valid
+            self._latency_ms += latency_ms
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            parsed, total = self._citations["parsed_total"], self._total
+            return {
+                "generation_counts": {"total": total, **self._outcomes},
+                "citation_counts": dict(self._citations),
+                "derived": {
+                    "citation_valid_rate": self._citations["valid_total"] / parsed if parsed else None,
+                    "citation_rejected_rate": self._citations["rejected_total"] / parsed if parsed else None,
+                    "generation_avg_latency_ms": self._latency_ms / total if total else None,
+                },
+            }

@@ -12,21 +12,28 @@ from ragloupe.errors import RagloupeError
 
 
 class Resources:
-    """Opened lazily, once: the first search loads the model, later ones reuse it."""
+    """Opened once, on first use or by warm_up as the server starts; each behind its own lock,
+    so a health check never waits for the model to load."""
 
     def __init__(self, settings: Settings):
         from ragloupe.api.indexing import IndexJobs
+        from ragloupe.api.metrics import GenerationCounters
 
         self.settings = settings
         self.metrics = Metrics()
+        self.generation = GenerationCounters()
         self.jobs = IndexJobs(settings)
-        self._lock = threading.Lock()
+        self._store_lock = threading.Lock()
+        self._model_lock = threading.Lock()
+        self._gold_lock = threading.Lock()
         self._store: Any = None
         self._embedder: Any = None
         self._goldsets: tuple[list, list[str]] | None = None
+        self.model_loading = False
+        self.model_error = ""
 
     def store(self) -> Any:
-        with self._lock:
+        with self._store_lock:
             if self._store is None:
                 from ragloupe.index.store import open_store
 
@@ -35,13 +42,23 @@ class Resources:
 
     def embedder(self) -> Any:
         """The model, behind a BatchingEmbedder: concurrent searches share encode() calls."""
-        with self._lock:
+        with self._model_lock:
             if self._embedder is None:
                 from ragloupe.api.batching import BatchingEmbedder
                 from ragloupe.index.embedder import get_embedder
 
-                self._embedder = BatchingEmbedder(get_embedder(self.settings))
+                self.model_loading = True
+                try:
+                    self._embedder = BatchingEmbedder(get_embedder(self.settings))
+                finally:
+                    self.model_loading = False
             return self._embedder
+
+    def model_status(self) -> dict[str, Any]:
+        """Whether the embedding model is loaded, loading, or failed to load; never waits for it."""
+        state = "loaded" if self._embedder is not None else "loading" if self.model_loading else \
+            "failed" if self.model_error else "not loaded"
+        return {"state": state, "name": self.settings.embedding_model, "error": self.model_error or None}
 
     def batching_stats(self) -> list[tuple[str, str, int]]:
         """How the query encoder batched concurrent searches: (metric name, type, value)."""
@@ -58,7 +75,7 @@ class Resources:
 
     def goldsets(self) -> tuple[list, list[str]]:
         """The gold sets under benchmarks_dir, and the files that could not be read."""
-        with self._lock:
+        with self._gold_lock:
             if self._goldsets is None:
                 from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
 
@@ -66,10 +83,13 @@ class Resources:
             return self._goldsets
 
     def warm_up(self) -> None:
-        """Load what the first search needs; an empty or broken index is reported when searched."""
+        """Load the model, then what the first search needs (BM25, the caches) with one search;
+        an empty or broken index is reported when searched, a model that fails to load in health."""
         from ragloupe.retrieve.search import search
 
         try:
+            self.model_loading = True  # said at once, before the model lock is even taken
+            self.embedder()
             if self.store().count() == 0:
                 return
             search("warm up", k=1, settings=self.settings, explain=True, store=self.store(),
@@ -77,5 +97,9 @@ class Resources:
         except Exception as exc:  # nothing to warm is not an error worth stopping the server for
             from ragloupe.logs import log_exception
 
+            if self._embedder is None:
+                self.model_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if not isinstance(exc, RagloupeError):
                 log_exception(exc, self.settings)
+        finally:
+            self.model_loading = False

@@ -3,7 +3,7 @@ limits that depend on settings (how many sources) are checked in the endpoints."
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -45,7 +45,9 @@ class CheckRequest(HalloumiRequest):
 
 
 class SearchRequest(BaseModel):
-    """POST /api/v1/search and /api/v1/docs/{doc_id}/search (EvidenceRAG's field names)."""
+    """POST /api/v1/search and /api/v1/docs/{doc_id}/search: EvidenceRAG's request (its
+    app/api/schemas.py SearchRequest), and ragloupe's mode and doc_ids. How each field acts:
+    api/evidencerag.py."""
 
     model_config = ConfigDict(extra="ignore")
     question: str = Field(min_length=1, max_length=2000)
@@ -53,7 +55,20 @@ class SearchRequest(BaseModel):
     mode: str | None = Field(None, description="dense | bm25 | hybrid | hybrid+rerank (default: RAGLOUPE_MODE)")
     doc_ids: list[str] = Field(default_factory=list, description="whole-index search only: restrict to these")
     query_id: str | None = Field(None, description="a gold question id: the result says where its gold pages landed")
-    include_generated_answer: bool = Field(False, description="also answer from the hits (needs an LLM)")
+    include_generated_answer: bool = Field(False, description="also answer from the hits (200 without an LLM: "
+                                                              "generation_status says why)")
+    retrieval_scope: Literal["doc", "trust", "global"] = "doc"
+    lexical_scope: Literal["doc", "trust", "global"] = "doc"
+    filter_doc_id: str | None = None
+    filter_trust_id: str | None = None
+    filter_year: int | None = None
+    filter_is_table: bool | None = None
+    filter_section_contains: str | None = None
+    filter_subsection_contains: str | None = None
+    gen_max_context_chunks: int | None = Field(None, ge=1, le=20, description="accepted; RAGLOUPE_CONTEXT_BUDGET_TOKENS rules")
+    gen_max_context_chars: int | None = Field(None, ge=1000, le=50000, description="accepted, not used")
+    gen_max_chunk_chars: int | None = Field(None, ge=200, le=10000, description="accepted, not used")
+    gen_timeout_seconds: float | None = Field(None, ge=1.0, le=300.0, description="accepted; RAGLOUPE_LLM_TIMEOUT_S rules")
 
 
 class RankRequest(BaseModel):

@@ -1,4 +1,5 @@
-"""Health and metrics: GET /health (Halloumi's), GET /api/v1/health (EvidenceRAG's), GET /api/v1/metrics.
+"""Health and metrics: GET /health (Halloumi's), GET /api/v1/health and /api/v1/metrics (EvidenceRAG's
+JSON), GET /metrics (Prometheus text).
 
 Health answers without the API key and never fails: what it cannot read
 (an index that is missing or stale, an LLM that is down) is reported in its
@@ -23,18 +24,28 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 @router.get("/health")
 def health(request: Request) -> dict[str, Any]:
+    """Answers at once, also while the model loads (``model.state`` says so)."""
     resources = request.app.state.resources
-    return {"status": "ok", "version": ragloupe.__version__, "index": index_status(resources),
-            "llm": llm_status(resources)}
+    return {"status": "ok", "version": ragloupe.__version__, "model": resources.model_status(),
+            "index": index_status(resources), "llm": llm_status(resources)}
 
 
 @router.get("/api/v1/health")
 def health_v1(request: Request) -> dict[str, Any]:
-    return {"ok": True, **health(request)}
+    """EvidenceRAG's health (ok, ollama_reachable, ollama_detail, generation_enabled), with ragloupe's."""
+    data = health(request)
+    llm = data["llm"]
+    return {"ok": True, "ollama_reachable": llm["reachable"], "ollama_detail": llm["message"],
+            "generation_enabled": request.app.state.resources.settings.llm_backend != "none", **data}
 
 
-@router.get("/api/v1/metrics", response_class=PlainTextResponse)
-@router.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
+@router.get("/api/v1/metrics")
+def metrics_v1(request: Request) -> dict[str, Any]:
+    """EvidenceRAG's JSON counters: generation outcomes, citations, derived rates (Prometheus text: /metrics)."""
+    return request.app.state.resources.generation.snapshot()
+
+
+@router.get("/metrics", response_class=PlainTextResponse)
 def metrics(request: Request) -> PlainTextResponse:
     """Counters and latency histograms per endpoint and per pipeline stage (Prometheus text format)."""
     resources = request.app.state.resources
