@@ -50,6 +50,8 @@ class Settings:
     benchmarks_dir: Path = Path("data/benchmarks")
     models_dir: Path = Path("data/models")  # cached conversions (embedded LLM)
     logs_dir: Path = Path("logs")
+    # The user's own gold sets (made in the workbench or with `ragloupe goldset`); empty: runs_dir/goldsets.
+    goldsets_dir: str = ""
 
     # --- embedding model ---
     embedding_model: str = BUNDLED_MODEL

@@ -2,7 +2,9 @@
 
     ragloupe eval GOLDSET... --mode hybrid --k 1,3,5,10 [--scope doc|all] [--failure-k 1]
                   [--validate-only] [--answers] [--set NAME=VALUE] [--json]
-    ragloupe compare RUN_A RUN_B [--json]
+                  [--fail-under hit@3=0.90,mrr=0.80]
+    ragloupe eval GOLDSET... (--run FILE | --retriever package.module:function) [--against MODE,...]
+    ragloupe compare RUN_A RUN_B [--fail-if-worse [--alpha 0.05] [--metrics hit@1,mrr]] [--json]
     ragloupe runs [--json]
 
 eval indexes nothing: it evaluates what the index holds and writes a run
@@ -38,12 +40,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="also generate an answer per question and assign FP4-FP7 (needs an LLM)")
     ev.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
                     help="override a setting for this run, e.g. --set page_aggregation=sum")
+    ev.add_argument("--fail-under", metavar="METRIC=FLOOR,...",
+                    help="exit 1 when a figure is under its floor, e.g. hit@3=0.90,mrr=0.80")
+    from ragloupe.cli.outside_run import add_outside_options
+
+    add_outside_options(ev)
     add_json_flag(ev)
     ev.set_defaults(handler=handle_eval)
 
     cmp_ = sub.add_parser("compare", help="paired comparison of two evaluation runs")
     cmp_.add_argument("run_a", help="run id, id prefix or report path (the baseline)")
     cmp_.add_argument("run_b", help="run id, id prefix or report path (the candidate)")
+    cmp_.add_argument("--fail-if-worse", action="store_true",
+                      help="exit 1 when B is measurably worse than A (paired test at --alpha)")
+    cmp_.add_argument("--alpha", type=float, default=0.05,
+                      help="level of the paired test (default 0.05)")
+    cmp_.add_argument("--metrics", default="hit@1,mrr",
+                      help="metrics --fail-if-worse watches, comma-separated (default hit@1,mrr)")
     add_json_flag(cmp_)
     cmp_.set_defaults(handler=handle_compare)
 
@@ -58,21 +71,28 @@ def settings_with(overrides: Sequence[str]) -> Settings:
 
 
 def handle_eval(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.cli.outside_run import gate_floors, handle_outside
+    from ragloupe.evaluate.gates import check_floors_exist, parse_floors
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.runs import evaluate, normalise_ks
+    from ragloupe.evaluate.usersets import resolve_goldset
 
     settings = settings_with(args.overrides)
     ks = normalise_ks(args.k)
+    floors = parse_floors(args.fail_under) if args.fail_under else {}
+    check_floors_exist(floors, ks)
     goldsets, load_errors = [], []
-    for path in args.goldsets:
-        try:
-            goldsets.append(load_goldset(path))
+    for ref in args.goldsets:
+        try:  # a path, or the name of one of the user's gold sets
+            goldsets.append(load_goldset(resolve_goldset(ref, settings)))
         except RagloupeError as exc:  # one unreadable gold set does not stop the others
             load_errors.append(str(exc))
     if args.validate_only:
         return _validate(goldsets, load_errors, settings)
     if not goldsets:
         raise BadOption("no readable gold set: " + "; ".join(load_errors))
+    if args.run or args.retriever:
+        return handle_outside(args, goldsets, load_errors, settings, ks, floors)
     report = evaluate(goldsets, mode=args.mode or settings.mode, ks=ks, scope=args.scope,
                       settings=settings, answers=args.answers, failure_k=args.failure_k)
     data = {"run_id": report.run_id, "path": str(report.path), "load_errors": load_errors,
@@ -82,7 +102,7 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
             "generation": report.data["failures"]["generation"],
             "recall_sweep": report.data["recall_sweep"], "findings": report.data["findings"],
             "label_audit": report.data["label_audit"], "timings": report.timings}
-    return CommandResult(data, render_run(report, load_errors))
+    return gate_floors(CommandResult(data, render_run(report, load_errors)), report, floors)
 
 
 def _validate(goldsets, load_errors: list[str], settings: Settings) -> CommandResult:
@@ -146,8 +166,25 @@ def handle_compare(args: argparse.Namespace) -> CommandResult:
     from ragloupe.evaluate.compare import compare
     from ragloupe.evaluate.runs import load_run
 
+    from ragloupe.evaluate.gates import worse_metrics
+
+    if not 0.0 < args.alpha < 1.0:
+        raise BadOption(f"--alpha must lie between 0 and 1, got {args.alpha}")
     settings = get_settings()
-    result = compare(load_run(args.run_a, settings), load_run(args.run_b, settings))
+    result = compare(load_run(args.run_a, settings), load_run(args.run_b, settings), alpha=args.alpha)
+    watched = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
+    fell = worse_metrics(result, watched, args.alpha) if args.fail_if_worse else []
+    lines = render_comparison(result)
+    data = result.as_dict()
+    if args.fail_if_worse:
+        data["gate"] = {"alpha": args.alpha, "metrics": watched, "fell": fell}
+    if fell:
+        lines.append(f"fail-if-worse: B ({result.run_b}) is worse than A ({result.run_a}): " + "; ".join(fell))
+    return CommandResult(data, "\n".join(lines), exit_code=1 if fell else 0)
+
+
+def render_comparison(result) -> list[str]:
+    """The text of a paired comparison: verdicts, the metric table, the per-question changes."""
     lines = [f"A = {result.run_a}", f"B = {result.run_b}", f"{result.n_paired} paired questions", ""]
     lines += result.verdicts
     lines.append("")
@@ -162,7 +199,7 @@ def handle_compare(args: argparse.Namespace) -> CommandResult:
         for row in rows:
             lines.append(f"  {label}: {row['query_id']} rank {_rank(row['rank_a'])} -> {_rank(row['rank_b'])}")
     lines += [f"note: {n}" for n in result.notes]
-    return CommandResult(result.as_dict(), "\n".join(lines))
+    return lines
 
 
 def handle_runs(args: argparse.Namespace) -> CommandResult:

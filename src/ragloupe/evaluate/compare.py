@@ -42,11 +42,12 @@ class Comparison:
                 "unchanged": self.unchanged, "verdicts": self.verdicts, "notes": self.notes}
 
 
-def compare(run_a: RunReport, run_b: RunReport) -> Comparison:
+def compare(run_a: RunReport, run_b: RunReport, alpha: float = ALPHA) -> Comparison:
     """Compare run B against run A on the questions both answered.
 
     "improved" means B ranked the first relevant unit higher than A did.
     Questions in only one run are left out, and the notes say how many.
+    A difference is significant when its paired test gives p < ``alpha``.
     """
     queries_a = {(q["goldset"], q["query_id"]): q for q in run_a.data["queries"]}
     queries_b = {(q["goldset"], q["query_id"]): q for q in run_b.data["queries"]}
@@ -79,7 +80,7 @@ def compare(run_a: RunReport, run_b: RunReport) -> Comparison:
         mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
         metrics[label] = {k: (round(v, FLOAT_DIGITS) if isinstance(v, float) else v) for k, v in {
             "a": mean_a, "b": mean_b, "diff": mean_b - mean_a, "p_value": p,
-            "ci_low": low, "ci_high": high, "significant": p < ALPHA}.items()}
+            "ci_low": low, "ci_high": high, "significant": p < alpha}.items()}
 
     improved, regressed, unchanged = [], [], []
     for key in shared:

@@ -223,11 +223,14 @@ def _records_query(item: dict, name: str, default_doc: str) -> GoldQuery:
     records = item.get("expected_chapters", item.get("expected_records")) or []
     if isinstance(records, (str, int, float)):
         records = [records]
+    # A user's gold set mixes records and pages (a page item has no expected_records).
+    pages, bad_pages = _pages(item.get("expected_pages")) if not records else ((), ())
     return GoldQuery(
         query_id=str(item.get("query_id") or item.get("id") or ""),
         question=str(item.get("question") or "").strip(),
         doc_id=str(item.get("doc_id") or default_doc),
         expected_records=tuple(str(r).strip() for r in records if str(r).strip()),
+        expected_pages=pages, bad_pages=bad_pages,
         expected_answer=str(item.get("expected_answer") or item.get("reference_answer") or ""),
         answer_type=str(item.get("answer_type") or ""),
         difficulty=str(item.get("difficulty") or ""),

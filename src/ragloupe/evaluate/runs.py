@@ -50,7 +50,7 @@ SCOPES = ("doc", "all")
 RANKED_IN_REPORT = 10  # units listed per query in the report (beyond the largest k when it is smaller)
 # Settings that say where things are or hold secrets: not part of what a run measured.
 _UNREPORTED_SETTINGS = {"raw_dir", "index_dir", "runs_dir", "benchmarks_dir", "models_dir", "logs_dir",
-                        "openai_api_key"}
+                        "goldsets_dir", "openai_api_key"}
 
 SearchFn = Callable[..., Ranking]
 ReportT = TypeVar("ReportT", bound="Report")
@@ -178,7 +178,14 @@ def normalise_ks(ks: Iterable[int] | str) -> tuple[int, ...]:
 def score_query(query: GoldQuery, ranking: Ranking | None, ks: Sequence[int], failure_k: int,
                 snapshot: IndexSnapshot, settings: Settings, audit: LabelAudit) -> dict:
     """Metrics, failure code and ranked units of one query, as a report entry."""
-    view = ranking_view(ranking, context_chunks=int(settings.top_k))
+    scores = {p.unit: p.score for p in ranking.pages} if ranking else {}
+    return score_view(query, ranking_view(ranking, context_chunks=int(settings.top_k)), scores,
+                      ks, failure_k, snapshot, audit)
+
+
+def score_view(query: GoldQuery, view: RankingView, scores: Mapping[str, float | None], ks: Sequence[int],
+               failure_k: int, snapshot: IndexSnapshot, audit: LabelAudit) -> dict:
+    """score_query over a unit view: also how a ranking made outside ragloupe is scored."""
     ranked = list(view.ranked_units)
     expected = list(query.expected_units)
     first = M.first_relevant_rank(ranked, expected)
@@ -190,7 +197,6 @@ def score_query(query: GoldQuery, ranking: Ranking | None, ks: Sequence[int], fa
     if failure.code == "FP2" and ranked:
         failure = _note_answer_on_top_unit(failure, query, ranked[0], snapshot)
     shown = ranked[:max(max(ks), RANKED_IN_REPORT)]
-    scores = {p.unit: p.score for p in ranking.pages} if ranking else {}
     return {
         "query_id": query.query_id, "goldset": query.goldset, "question": query.question,
         "doc_id": query.doc_id, "expected_units": expected, "expected_answer": query.expected_answer,
