@@ -54,7 +54,7 @@ CORPUS = PROJECT_ROOT / "data" / "benchmarks" / "icdar2013-eu"
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "table_structure.json"
 EXTRACTORS = ("ragloupe", "pdfplumber", "camelot")
 # Documents looked at while the extractor was developed; the others were held out.
-DEVELOPMENT = tuple(f"eu-{n:03d}" for n in range(1, 15))
+DEVELOPMENT = tuple(f"eu-{n:03d}" for n in range(1, 28, 2))  # the odd-numbered ones
 
 
 def documents(only: set[str] | None = None) -> list[tuple[str, Path, list[list[GridTable]]]]:

@@ -345,13 +345,15 @@ def text_width(text: str, size: int) -> float:
 def table_content(columns: Sequence[float], header_rows: Sequence[Sequence[str]],
                   rows: Sequence[Sequence[str]], top: float, ruled: bool = False,
                   above: Sequence[str] = (), below: Sequence[str] = (), size: int = 9,
-                  row_height: float = 15, right_aligned: bool = False) -> bytes:
+                  row_height: float = 15, right_aligned: bool = False,
+                  partly_ruled: bool = False) -> bytes:
     """A content stream: prose lines ``above``, a table, prose lines ``below``.
 
     ``columns`` are the cells' left x positions; a header cell "" right of a filled
     one is spanned by it (a merged header: no rule between them). ``ruled``: every
     cell is boxed with lines, as in a ruled table; otherwise only the words' alignment
-    makes the columns, as in most financial statements. ``right_aligned``: cells
+    makes the columns, as in most financial statements. ``partly_ruled``: horizontal
+    rules above the table, under its header and below it only. ``right_aligned``: cells
     after the first end at their column's right edge, as printed figures do.
     """
     ops, y = [], top
@@ -377,8 +379,9 @@ def table_content(columns: Sequence[float], header_rows: Sequence[Sequence[str]]
                     continue  # merged header cell: no rule inside it
                 ops.append(b"%.1f %.1f m %.1f %.1f l S" % (x, edges[i], x, edges[i + 1]))
         y -= row_height
-    if ruled:
-        for edge in edges:
+    if ruled or partly_ruled:
+        drawn = edges if ruled else (edges[0], edges[len(header_rows)], edges[-1])
+        for edge in drawn:
             ops.append(b"%.1f %.1f m %.1f %.1f l S" % (columns[0], edge, right, edge))
     y -= 10
     for line in below:

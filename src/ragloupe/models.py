@@ -29,6 +29,9 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
     caption: str = ""
     continued: bool = False  # the table goes on from the previous page (header carried over)
+    # The header rows as printed, before they were joined into ``header``; None marks a cell
+    # covered by a header spanning it from the left.
+    header_rows: tuple[tuple[str | None, ...], ...] = ()
 
 
 @dataclass(frozen=True)

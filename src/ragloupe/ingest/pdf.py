@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ragloupe.config import Settings
@@ -39,6 +39,9 @@ _HEADER_WINDOW = 1024
 # OCR stops when this share of the file's time limit is spent, so that a long
 # scan keeps the pages read so far instead of losing the whole file.
 _OCR_TIME_SHARE = 0.8
+# Table detection on all a file's tabular pages may take this share of its time limit, split
+# evenly between them: a page past its share keeps its text, and the next page goes on.
+_TABLE_TIME_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class ExtractOptions:
     ocr_dpi: int = 300
     tables: bool = False
     timeout_s: float = 120.0
+    # Scales each tabular page's share of the time limit (tests set it near 0 to hit the limit).
+    table_time_factor: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "ExtractOptions":
@@ -72,6 +77,8 @@ class RawPage:
     confidence: float | None = None  # OCR only
     note: str = ""  # why OCR was not done or found nothing, in plain words
     tables: tuple[dict, ...] = ()  # {"rows": [[cell, ...], ...], "caption": str}
+    ruled: bool = False  # the page draws lines or rectangles (a ruled table may be there)
+    table_note: str = ""  # why the page's tables were not read, in plain words
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,17 @@ class _ImageCheck:
         return found
 
 
+def _draws_rules(page) -> bool:
+    from ragloupe.ingest.tables import draws_rules
+
+    try:
+        return draws_rules(page)
+    except MemoryError:
+        raise
+    except Exception:  # an unreadable content stream only costs the table hint
+        return False
+
+
 def _page_has_images(page, check: _ImageCheck | None = None) -> bool:
     """True when the page draws an image (a scan, a figure)."""
     return (check or _ImageCheck()).page(page)
@@ -194,7 +212,7 @@ def extract_raw(path: Path, options: ExtractOptions = ExtractOptions()) -> RawPd
             has_images = _page_has_images(page, image_check)
         except Exception:  # a broken resource dictionary only costs the OCR hint
             has_images = False
-        pages.append(RawPage(number, text, has_images))
+        pages.append(RawPage(number, text, has_images, ruled=options.tables and _draws_rules(page)))
     pages = _second_pass(path, pages, options, deadline=started + _OCR_TIME_SHARE * options.timeout_s)
     return RawPdf(title=str(title) if title else None, pages=tuple(pages))
 
@@ -209,7 +227,7 @@ def _second_pass(path: Path, pages: list[RawPage], options: ExtractOptions,
     weak = [p.page for p in pages if fallback.needs_second_reading(
         p.text, p.error is not None, options.min_chars, options.reject_share)]
     tabular = [p.page for p in pages if options.tables and p.error is None
-               and tables.looks_tabular(p.text)]
+               and tables.looks_tabular(p.text, p.ruled)]
     if not weak and not tabular:
         return pages
     try:
@@ -224,8 +242,10 @@ def _second_pass(path: Path, pages: list[RawPage], options: ExtractOptions,
     with document:
         for number in weak:
             out[number] = _read_again(path, document, out[number], options, deadline)
+        share = _TABLE_TIME_SHARE * options.timeout_s / max(len(tabular), 1)
         for number in tabular:
-            out[number] = _cut_tables(document, out[number])
+            seconds = min(share * options.table_time_factor, deadline - time.monotonic())
+            out[number] = _cut_tables(document, out[number], seconds)
     return [out[p.page] for p in pages]
 
 
@@ -275,16 +295,24 @@ def _ocr(path: Path, raw: RawPage, options: ExtractOptions, deadline: float) -> 
                    confidence=result.confidence)
 
 
-def _cut_tables(document, raw: RawPage) -> RawPage:
-    """The page's tables as cell rows, and its text with the tables cut out."""
+def _cut_tables(document, raw: RawPage, seconds: float) -> RawPage:
+    """The page's tables as cell rows, and its text with the tables cut out. Table detection
+    is an extra: when it fails or runs past ``seconds`` (its share of the file's time limit),
+    the page keeps its plain text and ``table_note`` says why."""
     from ragloupe.ingest import tables
 
+    kept = RawPage(raw.page, raw.text, raw.has_images, raw.error, raw.method, raw.confidence, raw.note)
+    if seconds <= 0:
+        return replace(kept, table_note="tables not read: the file's time limit was nearly reached")
     try:
-        found = tables.extract_tables(document.pages[raw.page - 1])
+        found = tables.extract_within(document.pages[raw.page - 1], seconds)
     except MemoryError:
         raise
-    except Exception:  # table detection is an extra: the page keeps its plain text
-        return raw
+    except tables.TableTimeout:
+        return replace(kept, table_note=f"tables not read: table detection ran past its {seconds:.2g} s "
+                                        "share of the file's time limit")
+    except Exception as exc:
+        return replace(kept, table_note=f"tables not read: table detection failed ({plain_reason(exc)})")
     if not found.tables:
         return raw
     return RawPage(raw.page, found.prose, raw.has_images, method=fallback.METHOD,
@@ -417,6 +445,8 @@ def _grade(text: str, raw_page: RawPage, settings: Settings, stripped: bool) -> 
         return graded
     if graded.quality == "empty" and raw_page.has_images and raw_page.note:
         return PageQuality("empty", f"{graded.reason}; {raw_page.note}")
+    if raw_page.table_note:
+        return PageQuality(graded.quality, "; ".join(filter(None, (graded.reason, raw_page.table_note))))
     return graded
 
 

@@ -28,9 +28,15 @@ from ragloupe.numbers import YEAR_PATTERN
 _VALUE = re.compile(r"^[(\-–−]?[£$€]?\(?[\d][\d,]*(?:\.\d+)?\)?%?$|^[-–—]$")
 # Header-like figures: years and financial years (2023, 2022/23), units (£'000, £000s).
 _HEADER_FIGURE = re.compile(rf"^{YEAR_PATTERN}(?:[/-]\d{{2,4}})?$|^£\s?'?000'?s?$", re.IGNORECASE)
+# Any number as a table prints it, years included: 2019/20  12.5%  (102.7-103.6)  $1.1M  n=45
+_NUMBER = re.compile(r"^[(\[]?[-+–−]?[£$€]?\d[\d,.]*(?:[-–/]\d[\d,.]*)?%?[)\]]?(?:[MKkmbn]|bn)?[.,;:]?$")
+# A page drawing this many straight lines or rectangles may hold a ruled table.
+_MIN_RULES = 2
+_RULE_OPERATOR = re.compile(rb"(?<![A-Za-z])(?:re|l)\s")
 _MIN_TABULAR_LINES = 3
 _MIN_VALUE_SHARE_OF_LINE = 0.4
-_MAX_HEADER_ROWS = 3
+_MAX_HEADER_ROWS = 5
+_PROSE_WIDTH = 0.5  # a phrase wider than this share of a table's width is running text
 _TEXT_STRATEGY = {"vertical_strategy": "text", "horizontal_strategy": "text",
                   "min_words_vertical": 3, "min_words_horizontal": 2}
 # A column found from word alignment is a column of figures when this share of its filled
@@ -47,20 +53,31 @@ def is_value(cell: str | None) -> bool:
     return bool(text) and bool(_VALUE.match(text)) and not _HEADER_FIGURE.match(text)
 
 
-def looks_tabular(text: str) -> bool:
-    """Cheap test on a page's plain text: are there several lines made mostly of figures?
+def looks_tabular(text: str, ruled: bool = False) -> bool:
+    """Cheap test on a page's plain text: does it draw rules, or are there several lines made
+    mostly of numbers (figures, years, percentages, ranges)?
 
     Decides whether pdfplumber (about ten times slower than pypdf) looks at the page.
     """
+    if ruled:
+        return True
     hits = 0
     for line in text.splitlines():
         tokens = line.split()
-        values = sum(1 for t in tokens if is_value(t))
+        values = sum(1 for t in tokens if _NUMBER.match(t))
         if values >= 2 and values >= _MIN_VALUE_SHARE_OF_LINE * len(tokens):
             hits += 1
             if hits >= _MIN_TABULAR_LINES:
                 return True
     return False
+
+
+def draws_rules(page) -> bool:
+    """True when a pypdf page's content stream draws a few lines or rectangles."""
+    contents = page.get_contents()
+    if contents is None:
+        return False
+    return len(_RULE_OPERATOR.findall(contents.get_data(), 0)) >= _MIN_RULES
 
 
 # --------------------------------------------------------------- in the child
@@ -78,25 +95,52 @@ class PageTables:
     prose: str  # the page's text outside the tables
 
 
+class TableTimeout(Exception):
+    """Table detection on one page ran past its time."""
+
+
+def extract_within(page, seconds: float) -> PageTables:
+    """``extract_tables`` stopped after ``seconds`` of wall time (TableTimeout).
+
+    pdfplumber is pure Python, so a SIGALRM raised into it stops it between bytecodes. Only
+    the main thread can take a signal (the extraction child's is); elsewhere no limit is set.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return extract_tables(page)
+
+    def stop(signum, frame):
+        raise TableTimeout()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-6))
+        return extract_tables(page)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def extract_tables(page) -> PageTables:
     """The tables of one pdfplumber page and the page's text without them."""
-    found = [t for t in page.find_tables() if _is_table(t.extract())]
-    candidates = [(t.bbox, t.extract()) for t in found]
-    if not candidates:
-        candidates = [c for t in page.find_tables(_TEXT_STRATEGY) for c in _figure_blocks(page, t)]
+    from ragloupe.ingest.table_detect import find_candidates
+
+    candidates = find_candidates(page)
     if not candidates:
         return PageTables([], "")
     prose_page = page
     tables = []
-    for bbox, rows in sorted(candidates, key=lambda c: (c[0][1], c[0][0])):
-        tables.append(RawTable(rows, bbox, _caption_above(page, bbox)))
-        prose_page = prose_page.outside_bbox(_clip(bbox, page))
+    for candidate in candidates:
+        tables.append(RawTable(candidate.rows, candidate.bbox, _caption_above(page, candidate.bbox)))
+        prose_page = prose_page.outside_bbox(_clip(candidate.bbox, page))
     return PageTables(tables, prose_page.extract_text() or "")
 
 
-def _is_table(rows: list[list[str | None]]) -> bool:
-    filled = [row for row in rows if sum(1 for c in row if (c or "").strip()) >= 2]
-    return len(filled) >= 2 and max((len(r) for r in rows), default=0) >= 2
+def figure_blocks(page) -> list[tuple[tuple, list[list[str | None]]]]:
+    """Tables of figures in free text: pdfplumber's text grid, cut into runs of figure rows."""
+    return [block for table in page.find_tables(_TEXT_STRATEGY) for block in _figure_blocks(page, table)]
 
 
 def _figure_blocks(page, table) -> list[tuple[tuple, list[list[str | None]]]]:
@@ -124,7 +168,11 @@ def _figure_blocks(page, table) -> list[tuple[tuple, list[list[str | None]]]]:
     for block in blocks:
         rows = [cells for _, cells in block]
         first_value = next((i for i, row in enumerate(rows) if any(is_value(c) for c in row[1:])), None)
-        if first_value is None or first_value > _MAX_HEADER_ROWS:
+        if first_value is None:
+            continue
+        start = _header_start(page, block, first_value)  # prose right above is not the header
+        block, rows, first_value = block[start:], rows[start:], first_value - start
+        if first_value > _MAX_HEADER_ROWS:
             continue
         n_header = first_value
         last_value = max(i for i, row in enumerate(rows) if any(is_value(c) for c in row[1:]))
@@ -139,6 +187,23 @@ def _figure_blocks(page, table) -> list[tuple[tuple, list[list[str | None]]]]:
                  for j, c in enumerate(row)] for i, row in enumerate(rows)]
         kept.append((bbox, rows))
     return kept
+
+
+def _header_start(page, block, first_value: int) -> int:
+    """The first row of a block's header: the rows above its first figure row up to the nearest
+    line of running text (a phrase wider than _PROSE_WIDTH of the block), which is not a header."""
+    from ragloupe.ingest.table_grid import phrases, text_lines
+
+    x0 = min(bbox[0] for bbox, _ in block)
+    x1 = max(bbox[2] for bbox, _ in block)
+    for i in range(first_value - 1, -1, -1):
+        bbox = block[i][0]
+        words = page.crop((x0, bbox[1], x1, bbox[3])).extract_words()
+        widest = max((p[-1]["x1"] - p[0]["x0"] for line in text_lines(words) for p in phrases(line)),
+                     default=0)
+        if widest > _PROSE_WIDTH * (x1 - x0):
+            return i + 1
+    return 0
 
 
 def _read_between(page, bbox, n_header: int) -> list[list[str | None]]:
@@ -254,8 +319,7 @@ def table_from_raw(index: int, raw: dict) -> Table:
     rows = [row + [None] * (width - len(row)) for row in rows]
     keep = [j for j in range(width) if any(_clean(row[j]) for row in rows)]
     rows = [[row[j] for j in keep] for row in rows]
-    n_header = next((i for i, row in enumerate(rows) if any(is_value(c) for c in row[1:])), len(rows))
-    n_header = min(n_header, _MAX_HEADER_ROWS, max(len(rows) - 1, 0))
+    n_header = header_depth(rows)
     header_rows = []
     for i, row in enumerate(rows[:n_header]):
         filled, last = [], None
@@ -269,7 +333,18 @@ def table_from_raw(index: int, raw: dict) -> Table:
     header = tuple(" ".join(part for part in column if part) for column in zip(*header_rows)) \
         if header_rows else ()
     body = tuple(tuple(_clean(c) for c in row) for row in rows[n_header:])
-    return Table(index=index, header=header, rows=body, caption=_clean(raw.get("caption", "")))
+    printed = tuple(tuple(None if c is None and j > 0 else _clean(c) for j, c in enumerate(row))
+                    for row in rows[:n_header])
+    return Table(index=index, header=header, rows=body, caption=_clean(raw.get("caption", "")),
+                 header_rows=printed)
+
+
+def header_depth(rows: Sequence[Sequence[str | None]]) -> int:
+    """How many of the rows are header rows: those above the first row with a figure after its
+    label (at most _MAX_HEADER_ROWS); a table of words has one header row."""
+    first_value = next((i for i, row in enumerate(rows) if any(is_value(c) for c in row[1:])), None)
+    depth = 1 if first_value is None else min(first_value, _MAX_HEADER_ROWS)
+    return min(depth, max(len(rows) - 1, 0))
 
 
 def carry_headers(pages: Sequence[Sequence[Table]]) -> list[list[Table]]:
@@ -292,3 +367,10 @@ def carry_headers(pages: Sequence[Sequence[Table]]) -> list[list[Table]]:
         out.append(tables)
         previous = tables[-1] if tables else None
     return out
+
+
+def table_grid_rows(table: Table) -> list[tuple[str | None, ...]]:
+    """The table as printed: its header rows (None where a header spans from the left), then
+    its body rows; what the structure benchmark scores and the app shows."""
+    header_rows = list(table.header_rows) or ([table.header] if table.header else [])
+    return header_rows + list(table.rows)
