@@ -95,7 +95,8 @@ def test_each_choice_list_is_the_one_its_module_implements():
     from ragloupe.generate import check
     from ragloupe.generate.llm import BACKENDS as LLMS
     from ragloupe.index.lexical import BACKENDS as BM25S
-    from ragloupe.index import onnx_encoder
+    from ragloupe import devices
+    from ragloupe.index import embedder
     from ragloupe.retrieve import aggregate, cut, fusion, units
     from ragloupe.retrieve.search import MODES
     from ragloupe.table_chunks import STRATEGIES
@@ -105,7 +106,7 @@ def test_each_choice_list_is_the_one_its_module_implements():
                    "page_aggregation": aggregate.RULES, "dynamic_cut": cut.RULES,
                    "llm_backend": LLMS, "projection_method": PROJECTIONS,
                    "table_strategy": STRATEGIES, "unit_view": units.VIEWS, "unit_dense": units.DENSE_RULES,
-                   "embedding_backend": onnx_encoder.BACKENDS,
+                   "embedding_backend": embedder.BACKENDS, "device": devices.DEVICES,
                    "check_verifier": check.VERIFIERS, "check_evidence": check.EVIDENCE}
     assert {name: set(values) for name, values in CHOICES.items()} == \
         {name: set(values) for name, values in implemented.items()}

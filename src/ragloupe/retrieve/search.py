@@ -397,7 +397,8 @@ def _rerank(plan: ModePlan, query: str, candidates: list[_Candidate],
         return candidates, ""
     chunks = [c.hit.chunk for c in head]
     if plan.rerank and settings.cross_encoder_model:
-        scores = rerank.cross_encoder_scores(query, chunks, settings.cross_encoder_model)
+        scores = rerank.cross_encoder_scores(query, chunks, settings.cross_encoder_model,
+                                             device=settings.device)
         name = f"cross-encoder:{settings.cross_encoder_model}"
     else:
         scores = rerank.lexical_scores(query, chunks, [c.score for c in head],
