@@ -68,6 +68,16 @@ def test_html_table_is_a_table_record_cut_out_of_the_text(tmp_path, settings):
     assert table.caption == "Spend by year" and "3.1" not in page.text
 
 
+def test_html_table_header_rows_join_per_column_and_a_body_row_always_stays(tmp_path, settings):
+    page = ("<h1>Spend</h1><p>Spending on flood defences by group and year, in pounds.</p>"
+            "<table><thead><tr><th colspan='2'>Group</th></tr><tr><th>2022</th><th>2023</th></tr>"
+            "</thead><tbody><tr><td>1,200</td><td>1,450</td></tr></tbody></table>"
+            "<table><tr><th>Only</th><th>headers</th></tr><tr><th>in</th><th>here</th></tr></table>")
+    first, second = load_source(write_html(tmp_path / "spend.html", page), settings).pages[0].tables
+    assert first.header == ("Group 2022", "Group 2023") and first.rows == (("1,200", "1,450"),)
+    assert second.header == ("Only", "headers") and second.rows == (("in", "here"),)
+
+
 def test_html_navigation_header_footer_and_scripts_are_boilerplate(tmp_path, settings):
     doc = load_source(write_html(tmp_path / "flood.html"), settings)
     text = "\n".join(p.text for p in doc.pages)
@@ -121,6 +131,20 @@ def test_bad_document_is_refused_with_a_one_line_reason(tmp_path, settings, name
     doc = load_source(path, settings)
     assert doc.blocked and not doc.pages
     assert reason in doc.error and "\n" not in doc.error
+
+
+def test_html_over_the_size_limit_is_refused_before_it_is_parsed(tmp_path, settings):
+    path = write_html(tmp_path / "huge.html", "<p>" + "flood " * 400_000 + "</p>")
+    doc = load_source(path, settings.replace(markup_max_mb=1))
+    assert doc.blocked and "over the 1 MB limit (RAGLOUPE_MARKUP_MAX_MB)" in doc.error
+
+
+def test_docx_whose_body_unpacks_over_the_limit_is_refused_before_it_is_parsed(tmp_path, settings):
+    document = docx.Document()
+    document.add_paragraph("pump " * 300_000)  # 1.5 MB of XML, a few KB zipped
+    document.save(str(tmp_path / "big.docx"))
+    doc = load_source(tmp_path / "big.docx", settings.replace(markup_max_mb=1))
+    assert doc.blocked and "MB, over the 1 MB limit (RAGLOUPE_MARKUP_MAX_MB)" in doc.error
 
 
 def test_docx_zip_without_a_body_is_refused(tmp_path, settings):

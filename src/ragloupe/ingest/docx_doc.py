@@ -54,7 +54,7 @@ def package_problem(path: Path, max_mb: int) -> str:
     except (zipfile.BadZipFile, OSError) as exc:
         return f"damaged .docx package: {exc}"
     if body.file_size > max_mb * 2**20:
-        return (f"its text unpacks to {body.file_size / 2**20:.0f} MB, over the {max_mb} MB limit "
+        return (f"its text unpacks to {body.file_size / 2**20:.1f} MB, over the {max_mb} MB limit "
                 "(RAGLOUPE_MARKUP_MAX_MB)")
     return ""
 

@@ -164,12 +164,13 @@ def read_blocks(text: str) -> tuple[list[Block], tuple[str, ...], str | None]:
 def load_html(path: Path, settings: Settings, sha256: str) -> SourceDoc:
     """One HTML file -> SourceDoc; a file that cannot be read comes back with ``error``."""
     base = dict(doc_id=Path(path).stem, path=str(path), kind="html", sha256=sha256)
+    size = Path(path).stat().st_size
+    if size > settings.markup_max_mb * 2**20:  # refused before it is read into memory
+        return SourceDoc(**base, error=f"{size / 2**20:.1f} MB of HTML, over the "
+                                       f"{settings.markup_max_mb} MB limit (RAGLOUPE_MARKUP_MAX_MB)")
     data = Path(path).read_bytes()
     if not data.strip():
         return SourceDoc(**base, error="empty file (no HTML in it)")
-    if len(data) > settings.markup_max_mb * 2**20:
-        return SourceDoc(**base, error=f"{len(data) / 2**20:.0f} MB of HTML, over the "
-                                       f"{settings.markup_max_mb} MB limit (RAGLOUPE_MARKUP_MAX_MB)")
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return SourceDoc(**base, error="not an HTML file: it holds binary data "
                                        "(is it another file type renamed .html?)")

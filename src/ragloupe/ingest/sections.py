@@ -62,7 +62,9 @@ def table_record(index: int, block: Block, section: str) -> Table:
     "Group 2023"); the caption is the table's own, else the section it sits in."""
     width = max(len(row) for row in block.rows)
     rows = [tuple(cell.strip() for cell in row) + ("",) * (width - len(row)) for row in block.rows]
-    head_count = max(block.header_rows, 1) if len(rows) > 1 else 0
+    # One header row at least, and one body row at least: a table of header cells only
+    # (every row <th>) keeps its last row as its body.
+    head_count = min(max(block.header_rows, 1), len(rows) - 1)
     head, body = rows[:head_count], rows[head_count:]
     header = tuple(" ".join(dict.fromkeys(cell for cell in column if cell)) for column in zip(*head)) \
         if head else ()
