@@ -80,6 +80,10 @@ with page_errors():
                     "page, or the gold answer disagrees with the document); the report gives "
                     "figures with and without them.")
 
+    from ragloupe.ui.coverage_view import coverage_section
+
+    coverage_section(settings, [paths[name] for name in chosen], get_store(settings))
+
     st.header("Past runs")
     past = list_runs(settings)
     if not past:

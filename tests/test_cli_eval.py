@@ -93,3 +93,20 @@ def test_compare_and_runs_commands(demo_env, gold_file, capsys):
 def test_compare_unknown_run_is_a_clear_error(demo_env, capsys):
     assert main(["compare", "nope-a", "nope-b"]) == 2
     assert "no run matching 'nope-a'" in capsys.readouterr().err
+
+
+def test_eval_prints_and_reports_the_gold_set_coverage_audit(demo_env, tmp_path, capsys):
+    source = Path(__file__).parents[1] / "data/benchmarks/grampian/eval/Grampian-2020-2021.eval.json"
+    data = json.loads(source.read_text(encoding="utf-8"))
+    data["queries"] = data["queries"][:24]  # all on pages 26-29 of 133: enough to be judged
+    path = tmp_path / "early.eval.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["eval", str(path), "--mode", "bm25", "--k", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "gold-set coverage" in text
+    assert any(line.startswith("  warning: early: ") and "100% of the gold pages are in the 2nd-3rd tenths" in line
+               for line in text.splitlines())
+    assert main(["eval", str(path), "--mode", "bm25", "--k", "1", "--json"]) == 0
+    out = _json_out(capsys)
+    assert out["coverage"]["goldsets"][0]["dimensions"]["position"]["skewed"]
+    assert json.loads(Path(out["path"]).read_text(encoding="utf-8"))["coverage"] == out["coverage"]

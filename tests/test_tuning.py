@@ -123,6 +123,7 @@ def test_tune_cli_reports_out_of_fold_and_refuses_to_apply_a_non_win(demo_env, s
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["replay_check"]["mismatches"] == []
+    assert out["coverage"]["pooled"]["page"]["dimensions"]["position"]["skewed"]  # 24 early questions
     assert set(out["groups"]) == {"Grampian-2020-2021", "Grampian-2021-2022", "Grampian-2022-2023"}
     oof = out["out_of_fold"]["figures"]
     assert oof["hit@1"]["n"] == 24 and oof["hit@1"]["ci_low"] <= oof["hit@1"]["mean"] <= oof["hit@1"]["ci_high"]

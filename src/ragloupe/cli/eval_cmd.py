@@ -101,7 +101,8 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
             "failures": report.data["failures"]["counts"],
             "generation": report.data["failures"]["generation"],
             "recall_sweep": report.data["recall_sweep"], "findings": report.data["findings"],
-            "label_audit": report.data["label_audit"], "timings": report.timings}
+            "label_audit": report.data["label_audit"], "coverage": report.data.get("coverage"),
+            "timings": report.timings}
     return gate_floors(CommandResult(data, render_run(report, load_errors)), report, floors)
 
 
@@ -117,6 +118,12 @@ def _validate(goldsets, load_errors: list[str], settings: Settings) -> CommandRe
     lines += [f"{f.severity}: {f.message}" for f in findings] or ["no findings"]
     data = {"goldsets": [{"name": g.name, "format": g.format, "queries": len(g.queries)} for g in goldsets],
             "load_errors": load_errors, "findings": [f.as_dict() for f in findings]}
+    if goldsets:  # where the gold pages sit needs no search: checking a gold set includes it
+        from ragloupe.evaluate.coverage_sources import coverage_report
+        from ragloupe.evaluate.coverage_text import render_lines
+
+        data["coverage"] = coverage_report(goldsets, settings, None, settings.mode)
+        lines += ["", *render_lines(data["coverage"])]
     bad = bool(load_errors or any(f.severity == "error" for f in findings))
     return CommandResult(data, "\n".join(lines), exit_code=1 if bad else 0)
 
@@ -159,6 +166,10 @@ def render_run(report, load_errors: Sequence[str] = ()) -> str:
                  if generation["assessed"] else generation["note"])
     for finding in data["findings"]:
         lines.append(f"{finding['severity']}: {finding['message']}")
+    if "coverage" in data:  # reports written before the coverage audit have none
+        from ragloupe.evaluate.coverage_text import render_lines
+
+        lines += ["", *render_lines(data["coverage"])]
     return "\n".join(lines)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ragloupe.cli import CommandResult, add_json_flag
 from ragloupe.config import PROJECT_ROOT
+from ragloupe.evaluate.coverage_text import render_lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,7 +81,8 @@ def handle(args: argparse.Namespace) -> CommandResult:
         if held:
             text.append(f"leave-one-document-out: Hit@1 {held['hit@1']:.3f}, MRR {held['mrr']:.3f}")
         text.append(f"use it with RAGLOUPE_FUSION=learned RAGLOUPE_LEARNED_MODEL={trained['path']}")
-        return CommandResult(trained, "\n".join(text))
+        trained["coverage"] = _trained_coverage(goldsets, Path(trained["path"]), settings)
+        return CommandResult(trained, "\n".join(text + ["", *render_lines(trained["coverage"])]))
     report = tune(goldsets, scope=args.scope, space=args.space, settings=settings, chunking=chunking)
     applied, apply_note = False, ""
     if args.apply:
@@ -90,12 +92,21 @@ def handle(args: argparse.Namespace) -> CommandResult:
     return CommandResult(data, render(report, apply_note))
 
 
+def _trained_coverage(goldsets, path: Path, settings) -> dict:
+    """The coverage audit of the gold sets, with the weights of the model just trained on them."""
+    from ragloupe.evaluate.coverage_sources import coverage_report, model_weights
+    from ragloupe.retrieve import learned
+
+    model = learned.from_json(path.read_text(encoding="utf-8"), str(path))
+    return coverage_report(goldsets, settings, None, models=[model_weights("the model just trained", model, goldsets)])
+
+
 def summary(report) -> dict:
     """What --json prints: the headline parts of the report and where the whole of it is."""
     d = report.data
     keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
             "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
-            "decision", "replay_check", "chunking")
+            "decision", "replay_check", "chunking", "coverage")
     return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys if k in d},
             "timings": report.timings}
 
@@ -144,6 +155,8 @@ def render(report, apply_note: str = "") -> str:
         lines += [line for line in rebuild_note(d).splitlines() if line][:1]
     if apply_note:
         lines.append(apply_note)
+    if "coverage" in d:
+        lines += ["", *render_lines(d["coverage"])]
     return "\n".join(lines)
 
 

@@ -7,4 +7,7 @@
 - audit.py     suspected gold-label errors (the answer is on another page)
 - runs.py      evaluate() -> RunReport JSON under runs_dir; load_run, list_runs
 - compare.py   compare(run_a, run_b): paired deltas, p-values and a plain verdict
+- coverage.py  where the gold pages sit (tenth, section, table or prose) against the documents'
+               pages, flagged skews, and a warning when a learned model leans on one (pure;
+               coverage_text.py words it, coverage_sources.py reads the index and the model)
 """

@@ -39,6 +39,7 @@ from ragloupe.errors import RagloupeError
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.audit import audit_queries
 from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldsets
+from ragloupe.evaluate.coverage_sources import coverage_report
 from ragloupe.evaluate.runs import (IndexSnapshot, RunReport, build_report, content_hash, index_snapshot,
                                     normalise_ks, score_view)
 from ragloupe.evaluate.taxonomy import RankingView
@@ -328,6 +329,7 @@ def score_outside(goldsets: Sequence[GoldSet | str | Path], outside: OutsideRank
                         snapshot, findings, list(audits.values()), answers=False)
     data["source"] = outside.source
     data["failures"]["note"] = FP3_NOTE
+    data["coverage"] = coverage_report(sets, settings, store)  # no model of ours ranked it
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", outside.label).strip("-")[:40] or "run"
     timings = {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     return RunReport(f"outside-{slug}-{content_hash(data)[:12]}", data, timings)

@@ -28,6 +28,7 @@ from ragloupe.errors import GoldSetInvalid, RagloupeError, RunNotFound
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.audit import CATEGORIES as AUDIT_CATEGORIES
 from ragloupe.evaluate.audit import LabelAudit, audit_queries
+from ragloupe.evaluate.coverage_sources import coverage_report
 from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldsets
 from ragloupe.evaluate.taxonomy import (
     GENERATION_CODES,
@@ -149,6 +150,7 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
 
     data = build_report(sets, results, mode, ks, scope, failure_k, settings, snapshot, findings,
                         list(audits.values()), answers)
+    data["coverage"] = coverage_report(sets, settings, store, mode)  # where the gold pages sit
     run_id = f"{mode}-{scope}-{content_hash(data)[:12]}"
     timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 3),
                "search_s_mean": round(sum(search_seconds) / max(len(search_seconds), 1), 4),

@@ -50,6 +50,7 @@ import numpy as np
 
 from ragloupe.config import PROJECT_ROOT, Settings, get_settings
 from ragloupe.errors import RagloupeError, RunNotFound
+from ragloupe.evaluate import coverage_sources as CS
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.goldset import GoldQuery, GoldSet, load_goldsets
 from ragloupe.evaluate.runs import (
@@ -683,6 +684,9 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
                 if all_configs[0].learned else None)
     data = build_report(sets, questions, all_configs, scores, folds, picks, scope, space, settings,
                         replay_check, variant_rows, in_force)
+    best = data["in_sample_best"]["index"]  # the coverage audit, with the model tune would ship if learned
+    tuned = [CS.fitted_model(trainers[best], len(questions), sets)] if best in trainers else []
+    data["coverage"] = CS.coverage_report(sets, settings, store, all_configs[0].mode, tuned)
     run_id = f"tune-{scope}-{content_hash(data)[:12]}"
     timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 2),
                **{name: round(value, 2) for name, value in seconds.items()},

@@ -199,3 +199,12 @@ def read(settings: Settings) -> LearnedModel:
             _cache.clear()
             _cache[key] = model
     return model
+
+
+def feature_weights(model: LearnedModel) -> dict[str, float]:
+    """Each feature's coefficient on its standardised value, by name, in the model's own order.
+
+    The model scores standardised features, so these weights compare across features: the
+    largest in size is what the model leans on most (the coverage audit reads them).
+    """
+    return {name: float(w) for name, w in zip(model.features, model.coef)}

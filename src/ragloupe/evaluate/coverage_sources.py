@@ -1,0 +1,88 @@
+"""What the coverage audit (coverage.py) reads: each gold document's layout from the index,
+and the learned model a run uses. The reading edge; coverage.py itself is pure."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from ragloupe.config import Settings
+from ragloupe.evaluate import coverage as C
+from ragloupe.evaluate.goldset import GoldSet
+
+FLOAT_DIGITS = 4  # as run reports round (evaluate/runs.py)
+
+
+def document_layouts(settings: Settings, doc_ids: Iterable[str], store) -> dict[str, C.DocumentLayout]:
+    """The layout of every document of ``doc_ids`` the index holds (manifest pages, chunks)."""
+    from ragloupe.index.manifest import Manifest
+
+    manifest = Manifest.load(settings)
+    layouts = {}
+    for doc_id in sorted(set(doc_ids)):
+        entry = manifest.documents.get(doc_id)
+        if entry is None or entry.state != "complete":
+            continue
+        chunks = store.all_chunks(where={"doc_id": doc_id})
+        if chunks:
+            layouts[doc_id] = C.layout_from_chunks(doc_id, len(entry.pages), chunks,
+                                                   [p.page for p in entry.pages if p.tables])
+    return layouts
+
+
+def model_in_force(settings: Settings, mode: str, goldsets: Sequence[GoldSet]) -> list[C.ModelWeights]:
+    """The learned model search() fuses with under ``mode`` and ``settings`` (none when it does not,
+    or when the model does not fit the settings and search() falls back)."""
+    from ragloupe.retrieve import learned
+    from ragloupe.retrieve.search import parse_mode
+
+    if settings.fusion != "learned" or len(parse_mode(mode).engines) < 2:
+        return []
+    try:
+        model = learned.read(settings)
+    except learned.LearnedModelMismatch:
+        return []
+    if learned.mismatches(model, settings):  # search() stands it aside for the fallback fusion
+        return []
+    return [model_weights(f"the learned model in force ({learned.model_path(settings).name})", model, goldsets)]
+
+
+def model_weights(label: str, model, goldsets: Sequence[GoldSet]) -> C.ModelWeights:
+    """A learned model's weights for the audit, with the audited gold sets it was trained on."""
+    from ragloupe.retrieve import learned
+
+    trained = set(model.fingerprint.get("goldsets", {}).values())
+    return C.ModelWeights(label, learned.feature_weights(model), model.units,
+                          tuple(g.name for g in goldsets if g.sha256 in trained))
+
+
+def coverage_report(goldsets: Sequence[GoldSet], settings: Settings, store, mode: str | None = None,
+                    models: Sequence[C.ModelWeights] = ()) -> dict:
+    """The coverage section of a run or tuning report; ``mode`` adds the model in force under it."""
+    if store is None:
+        from ragloupe.index.store import open_store
+
+        store = open_store(settings)
+    layouts = document_layouts(settings, (q.doc_id for g in goldsets for q in g.queries), store)
+    in_force = model_in_force(settings, mode, goldsets) if mode else []
+    return _rounded(C.audit(goldsets, layouts, [*in_force, *models]))
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to FLOAT_DIGITS, tuples as lists: the report's own spelling, so the section reads
+    back from a report file as it was built."""
+    if isinstance(value, float):
+        return round(value, FLOAT_DIGITS) + 0.0
+    if isinstance(value, Mapping):
+        return {str(k): _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def fitted_model(trainer, n_questions: int, goldsets: Sequence[GoldSet]) -> C.ModelWeights:
+    """The learned configuration tune selects, fitted on all its questions: the model it would ship."""
+    import numpy as np
+
+    model = trainer.fit(np.arange(n_questions), {g.name: g.sha256 for g in goldsets})
+    return model_weights(f"the learned model tune selects (fitted on all {n_questions} questions)",
+                         model, goldsets)
