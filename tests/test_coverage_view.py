@@ -13,7 +13,7 @@ GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.
 
 def test_evaluation_page_shows_where_the_gold_pages_sit_and_the_warnings(demo_env, monkeypatch):
     monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "none")
-    app = AppTest.from_file(str(PROJECT_ROOT / "views/evaluation.py"), default_timeout=300)
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages/evaluation.py"), default_timeout=300)
     app.session_state["evaluation.goldsets"] = [path.name for path in GRAMPIAN]
     app.run()
     assert not app.exception, [e.value for e in app.exception]
