@@ -187,3 +187,12 @@ def test_coverage_report_reads_the_index_for_the_gold_documents(demo_index):
     group = result["goldsets"][0]
     assert group["n_placed"] == group["n_questions"] == 50 and result["models"] == []
     assert group["skewed"] and any(w.startswith("Grampian-2020-2021: ") for w in result["warnings"])
+
+
+def test_record_gold_sets_are_worded_as_records():
+    records = C.DocumentLayout("guide", 40, tuple(
+        C.UnitPlace(f"guide#{n}", n, f"chapter {1 + (n - 1) // 10}", False) for n in range(1, 41)))
+    first_chapter = GoldSet("g", "g.json", "records", "g", tuple(
+        GoldQuery(f"q{i}", "question", "guide", expected_records=(str(1 + i % 10),)) for i in range(30)))
+    result = C.audit([first_chapter], {"guide": records})
+    assert result["flagged"] and all("the gold records" in w and "pages" not in w for w in result["warnings"])

@@ -207,10 +207,10 @@ def audit_questions(name: str, queries: Sequence[GoldQuery], layouts: Mapping[st
             placed.append((layout, [(p, 1.0 / len(places)) for p in places]))
     n = len(placed)
     judged = n >= MIN_QUESTIONS
-    dimensions = {d: _dimension(d, placed, judged) for d in DIMENSIONS}
+    level = "record" if any(q.level == "record" for q in queries) else "page"
+    dimensions = {d: _dimension(d, placed, judged, level) for d in DIMENSIONS}
     findings = [dimensions[d]["finding"] for d in DIMENSIONS if dimensions[d]["finding"]]
     findings = [f"{name}: {s}" for s in findings]
-    level = "record" if any(q.level == "record" for q in queries) else "page"
     return {"name": name, "level": level, "n_questions": len(queries), "n_placed": n,
             "n_documents": len({layout.doc_id for layout, _ in placed}),
             "judged": judged, "skewed": any(dimensions[d]["skewed"] for d in DIMENSIONS),
@@ -224,7 +224,7 @@ def _gold_places(query: GoldQuery, layout: DocumentLayout) -> list[UnitPlace]:
     return [by_unit[u] for u in query.expected_units if u in by_unit]
 
 
-def _dimension(dimension: str, placed: list, judged: bool) -> dict:
+def _dimension(dimension: str, placed: list, judged: bool, level: str = "page") -> dict:
     """One dimension's strata (observed against expected shares), tested, and its finding in words.
 
     Section and kind test each stratum. Position tests every contiguous run of tenths (the
@@ -253,7 +253,7 @@ def _dimension(dimension: str, placed: list, judged: bool) -> dict:
     flagged = [t for t in tested if t["flag"]] if judged else []
     if dimension == "position":
         flagged = sorted(flagged, key=lambda t: (t["p_value"], len(t["strata"])))[:1]
-    finding = W.finding(dimension, flagged, strata) if flagged else ""
+    finding = W.finding(dimension, flagged, strata, level) if flagged else ""
     return {"strata": strata, "skewed": bool(flagged), "flagged": flagged, "finding": finding,
             "tests": len(tested)}
 

@@ -50,8 +50,14 @@ def span_words(tenths: Iterable[int]) -> str:
     return " and ".join(words)
 
 
-def finding(dimension: str, flagged: list[dict], strata: list[dict]) -> str:
-    """The sentence for a skewed dimension, from its flagged tests."""
+def finding(dimension: str, flagged: list[dict], strata: list[dict], level: str = "page") -> str:
+    """The sentence for a skewed dimension, from its flagged tests (about pages, or records)."""
+    gold = "the gold records" if level == "record" else "the gold pages"
+    return _finding(dimension, flagged, strata).replace("the gold pages", gold).replace(
+        "no gold page", "no gold record" if level == "record" else "no gold page")
+
+
+def _finding(dimension: str, flagged: list[dict], strata: list[dict]) -> str:
     if dimension == "position":
         return _position(flagged[0])
     if dimension == "kind":
@@ -120,7 +126,8 @@ def model_warning(label: str, trained: str, lead: Mapping, reading, dimension: s
 
 def render_lines(coverage: Mapping) -> list[str]:
     """The audit as plain lines for the CLI: each group's spread by tenth, then the warnings."""
-    lines = ["gold-set coverage: share of the gold pages by tenth of their documents (expected share in brackets)"]
+    lines = ["gold-set coverage: share of the gold pages (or records) by tenth of their documents "
+             "(expected share in brackets)"]
     groups = list(coverage["goldsets"])
     if len(groups) > 1:
         groups = list(coverage["pooled"].values()) + groups
