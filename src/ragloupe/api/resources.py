@@ -11,6 +11,9 @@ from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
 
 
+WARM_UP_QUESTION = "What was the total expenditure and the number of staff in the year?"
+
+
 class Resources:
     """Opened once, on first use or by warm_up as the server starts; each behind its own lock,
     so a health check never waits for the model to load."""
@@ -31,6 +34,7 @@ class Resources:
         self._goldsets: tuple[list, list[str]] | None = None
         self.model_loading = False
         self.model_error = ""
+        self.warm_up_state = "not started"  # running | done: the model, BM25 and the caches
 
     def store(self) -> Any:
         with self._store_lock:
@@ -58,7 +62,8 @@ class Resources:
         """Whether the embedding model is loaded, loading, or failed to load; never waits for it."""
         state = "loaded" if self._embedder is not None else "loading" if self.model_loading else \
             "failed" if self.model_error else "not loaded"
-        return {"state": state, "name": self.settings.embedding_model, "error": self.model_error or None}
+        return {"state": state, "name": self.settings.embedding_model, "error": self.model_error or None,
+                "warm_up": self.warm_up_state}
 
     def batching_stats(self) -> list[tuple[str, str, int]]:
         """How the query encoder batched concurrent searches: (metric name, type, value)."""
@@ -87,12 +92,15 @@ class Resources:
         an empty or broken index is reported when searched, a model that fails to load in health."""
         from ragloupe.retrieve.search import search
 
+        self.warm_up_state = "running"
         try:
             self.model_loading = True  # said at once, before the model lock is even taken
             self.embedder()
             if self.store().count() == 0:
                 return
-            search("warm up", k=1, settings=self.settings, explain=True, store=self.store(),
+            # A question with words both engines find, so fusion (learned fusion's per-chunk
+            # features included) builds its caches now; "warm up" alone left them to the first user.
+            search(WARM_UP_QUESTION, settings=self.settings, explain=True, store=self.store(),
                    embedder=self.embedder())
         except Exception as exc:  # nothing to warm is not an error worth stopping the server for
             from ragloupe.logs import log_exception
@@ -103,3 +111,4 @@ class Resources:
                 log_exception(exc, self.settings)
         finally:
             self.model_loading = False
+            self.warm_up_state = "done"

@@ -1,0 +1,98 @@
+"""The first seconds of `ragloupe serve`: does health answer at once while the model loads, and
+does the first search still pay for the model?
+
+    RAGLOUPE_INDEX_DIR=/path/to/index .venv/bin/python benchmarks/api_start.py [--runs 3]
+
+Each run starts `ragloupe serve` as its own process on a free loopback port (no LLM:
+RAGLOUPE_LLM_BACKEND=none), then polls GET /api/v1/health every 50 ms with EvidenceRAG's UI
+timeout (4 s), recording how long each answer took and the model state it reported, until
+the warm-up (the model, then one search that builds BM25 and the caches) is done; then it
+times a first and a second search. Writes benchmarks/results/api_start.json, with the machine's load average (the
+timings are only as quiet as the machine was).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from api_load import RAGLOUPE, free_port  # noqa: E402  (the same way of starting the server)
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "api_start.json"
+UI_TIMEOUT_S = 4.0
+
+
+def one_run(limit_s: float) -> dict:
+    port = free_port()
+    env = {**os.environ, "RAGLOUPE_API_KEY": "", "RAGLOUPE_LLM_BACKEND": "none"}
+    started = time.monotonic()
+    process = subprocess.Popen([*RAGLOUPE, "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    polls: list[dict] = []
+    try:
+        with httpx.Client(base_url=url, timeout=UI_TIMEOUT_S) as http:
+            while time.monotonic() - started < limit_s:
+                began = time.monotonic()
+                warm = ""
+                try:
+                    model = http.get("/api/v1/health").json()["model"]
+                    state, warm = model["state"], model["warm_up"]
+                except httpx.HTTPError as exc:
+                    state = "no answer" if isinstance(exc, httpx.TransportError) else type(exc).__name__
+                polls.append({"at_s": round(began - started, 3), "took_s": round(time.monotonic() - began, 3),
+                              "state": state, "warm_up": warm})
+                if warm == "done":
+                    break
+                time.sleep(0.05)
+            first, second = (_search(http, q) for q in ("capital expenditure", "staff numbers"))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    answered = [p for p in polls if p["state"] not in ("no answer",)]
+    loading = [p for p in answered if p["state"] == "loading"]
+    loaded = next((p["at_s"] for p in answered if p["state"] == "loaded"), None)
+    warmed = next((p["at_s"] for p in answered if p["warm_up"] == "done"), None)
+    return {"first_health_at_s": answered[0]["at_s"] if answered else None,
+            "health_answers_while_loading": len(loading),
+            "slowest_health_while_loading_s": max((p["took_s"] for p in loading), default=None),
+            "health_timeouts": sum(p["state"] == "ReadTimeout" for p in polls),
+            "model_loaded_at_s": loaded, "warm_up_done_at_s": warmed,
+            "first_search_s": first, "second_search_s": second}
+
+
+def _search(http: httpx.Client, question: str) -> float:
+    began = time.monotonic()
+    response = http.post("/api/v1/search", json={"question": question, "k": 10}, timeout=300)
+    response.raise_for_status()
+    return round(time.monotonic() - began, 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--limit-s", type=float, default=180.0, help="give up on a run after this long")
+    args = parser.parse_args()
+    runs = [one_run(args.limit_s) for _ in range(args.runs)]
+    report = {"command": "RAGLOUPE_INDEX_DIR=... .venv/bin/python benchmarks/api_start.py --runs "
+                         f"{args.runs}", "index_dir": os.environ.get("RAGLOUPE_INDEX_DIR", "data/index"),
+              "load_average": os.getloadavg(), "cores": os.cpu_count(), "runs": runs,
+              "median": {key: statistics.median(r[key] for r in runs if r[key] is not None)
+                         for key in runs[0] if any(r[key] is not None for r in runs)}}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(report["median"], indent=2))
+
+
+if __name__ == "__main__":
+    main()
