@@ -21,6 +21,7 @@ from ragloupe.generate import embedded
 from ragloupe.generate.answer import CONSTRAINED, answer
 from ragloupe.generate.groundedness import screen, screen_answer
 from ragloupe.generate.llm import get_client
+from ragloupe.logs import read_llm_calls
 from ragloupe.models import Chunk, Hit, Ranking
 
 pytestmark = pytest.mark.embedded_llm
@@ -93,6 +94,10 @@ def test_choose_scores_every_option_and_returns_the_most_likely(settings):
     settings = settings.replace(llm_backend="embedded")
     index, scores = get_client(settings).choose("The capital of France is", [" Paris", " banana"])
     assert index == 0 and len(scores) == 2 and scores[0] > scores[1]
+    # The pick is an LLM call like any other: it leaves its line in the call log.
+    logged = read_llm_calls(settings)[0]
+    assert (logged["call"], logged["n_options"], logged["outcome"]) == ("choose", 2, "ok")
+    assert logged["backend"] == "embedded" and logged["prompt_chars"] == len("The capital of France is")
 
 
 def test_half_written_conversion_is_not_trusted(tmp_path):

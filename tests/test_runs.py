@@ -200,3 +200,27 @@ def test_verdict_names_the_winner_only_when_significant():
     assert verdict("mrr", loss, "dense", "hybrid").startswith("dense beats hybrid on MRR")
     tie = {**win, "p_value": 0.4, "significant": False}
     assert verdict("hit@1", tie, "dense", "hybrid").startswith("no measurable difference on Hit@1")
+
+
+def test_each_query_keeps_its_rewritten_and_final_query_and_retrieved_chunk_ids(gold_path, run_settings):
+    from ragloupe.retrieve.rewrite import rewrite_query
+    from ragloupe.retrieve.search import search
+
+    rewrite = "revenue resource limit outturn for the financial year"
+    with FakeLlmServer(lambda path, request: chat_reply(path, rewrite)) as server:
+        settings = run_settings.replace(llm_backend="ollama", ollama_base_url=server.url,
+                                        ollama_model="fake-model", llm_timeout_s=5.0)
+        report = evaluate([gold_path], mode="hybrid+rewrite", ks=(1, 3), settings=settings, write=False)
+        question = QUESTIONS[0]["question"]
+        expected = rewrite_query(question, settings)
+        ranking = search(question, "hybrid+rewrite", 100, {"doc_ids": [QUESTIONS[0]["doc_id"]]}, settings)
+    entry = _by_id(report)["Q_2021_FIN_05"]
+    assert entry["query_path"]["question"] == question
+    assert entry["query_path"]["rewritten"] == expected.rewrite and rewrite in expected.rewrite
+    assert entry["query_path"]["rewrite_used"] is True
+    assert entry["query_path"]["final"] == expected.search_text != question
+    assert entry["retrieved_chunk_ids"] == [h.chunk.chunk_id for h in ranking.hits][:len(entry["retrieved_chunk_ids"])]
+    assert len(entry["retrieved_chunk_ids"]) >= len(entry["ranked"])
+    # The question whose document is not indexed retrieved nothing and searched nothing.
+    missing = _by_id(report)["Q_2019_FIN_01"]
+    assert missing["retrieved_chunk_ids"] == [] and missing["query_path"]["final"] is None

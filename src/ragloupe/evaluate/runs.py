@@ -29,6 +29,7 @@ from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.audit import CATEGORIES as AUDIT_CATEGORIES
 from ragloupe.evaluate.audit import LabelAudit, audit_queries
 from ragloupe.evaluate.coverage_sources import coverage_report
+from ragloupe.evaluate.query_path import query_path, retrieved_chunk_ids
 from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldsets
 from ragloupe.evaluate.taxonomy import (
     GENERATION_CODES,
@@ -181,8 +182,13 @@ def score_query(query: GoldQuery, ranking: Ranking | None, ks: Sequence[int], fa
                 snapshot: IndexSnapshot, settings: Settings, audit: LabelAudit) -> dict:
     """Metrics, failure code and ranked units of one query, as a report entry."""
     scores = {p.unit: p.score for p in ranking.pages} if ranking else {}
-    return score_view(query, ranking_view(ranking, context_chunks=int(settings.top_k)), scores,
-                      ks, failure_k, snapshot, audit)
+    entry = score_view(query, ranking_view(ranking, context_chunks=int(settings.top_k)), scores,
+                       ks, failure_k, snapshot, audit)
+    # The question's path: what the engines searched and the chunks they retrieved, as deep as
+    # the report lists units or an answer reads.
+    entry["query_path"] = query_path(ranking)
+    entry["retrieved_chunk_ids"] = retrieved_chunk_ids(ranking, max(max(ks), int(settings.top_k), RANKED_IN_REPORT))
+    return entry
 
 
 def score_view(query: GoldQuery, view: RankingView, scores: Mapping[str, float | None], ks: Sequence[int],
