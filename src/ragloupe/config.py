@@ -176,6 +176,9 @@ class Settings:
     llm_max_tokens: int = 512
     rewrite_timeout_s: float = 15.0
     context_budget_tokens: int = 1500
+    # Gates before generation (generate/gates.py): answer only from a context whose passages map to
+    # indexed units and whose figures agree across passages; otherwise no LLM call, and say why.
+    answer_gates: bool = False
     # --- answer checks (/check, /halloumi/generate, ragloupe check) ---
     check_verifier: str = "auto"  # auto (the LLM when one answers, else model-free) | llm | model-free
     check_evidence: str = "per-claim"  # per-claim (each claim's best excerpts) | whole-sources

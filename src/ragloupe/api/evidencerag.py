@@ -110,13 +110,18 @@ def retrieval_config(settings: Any) -> dict[str, Any]:
             "candidate_window": settings.candidate_window}
 
 
-def generation(question: str, ranking: Any, resources: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """EvidenceRAG's generated-answer fields, and ragloupe's answer and screen (empty when none)."""
+def generation(question: str, ranking: Any, resources: Any,
+               gates: bool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """EvidenceRAG's generated-answer fields, and ragloupe's answer and screen (empty when none).
+
+    ``gates`` turns the gates before generation on or off for this answer (default: the
+    setting); a failed gate is status "gated": no LLM call, the answer withheld, its gates
+    and passages in ``answer``."""
     from ragloupe.generate.answer import answer
     from ragloupe.generate.groundedness import screen_answer
 
     started = time.perf_counter()
-    settings = resources.settings
+    settings = resources.settings if gates is None else resources.settings.replace(answer_gates=gates)
     debug: dict[str, Any] = {"provider": settings.llm_backend, "model": None, "error": None}
     try:
         result = answer(question, ranking, settings)
@@ -126,6 +131,11 @@ def generation(question: str, ranking: Any, resources: Any) -> tuple[dict[str, A
         resources.generation.record("error", latency_ms=debug["latency_ms"])
         return _generated(None, [], status, None, debug), {}
     resources.metrics.stages(result.timings, prefix="answer_")
+    if result.withheld:
+        debug.update(status="gated", model=result.model, gates=result.gates.as_dict(),
+                     latency_ms=round(1000 * (time.perf_counter() - started), 3))
+        resources.generation.record("gated", latency_ms=debug["latency_ms"])
+        return _generated(None, [], "gated", None, debug), {"answer": result.as_dict(), "screen": None}
     written = [c for c in result.citations]
     valid = [c for c in written if c.passage is not None]
     cited = [{"chunk_id": result.passages[c.passage - 1].chunk.chunk_id, "page": c.page

@@ -110,7 +110,7 @@ class GenerationCounters:
     """EvidenceRAG's generation observability counters, served as JSON at /api/v1/metrics:
     answers asked for (by outcome), citations parsed / valid / rejected, and generation latency."""
 
-    OUTCOMES = ("ok", "skipped", "insufficient_evidence", "error")
+    OUTCOMES = ("ok", "skipped", "insufficient_evidence", "gated", "error")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

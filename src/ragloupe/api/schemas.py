@@ -69,6 +69,8 @@ class SearchRequest(BaseModel):
     gen_max_context_chars: int | None = Field(None, ge=1000, le=50000, description="accepted, not used")
     gen_max_chunk_chars: int | None = Field(None, ge=200, le=10000, description="accepted, not used")
     gen_timeout_seconds: float | None = Field(None, ge=1.0, le=300.0, description="accepted; RAGLOUPE_LLM_TIMEOUT_S rules")
+    gates: bool | None = Field(None, description="gates before generation for this answer "
+                                                 "(default: RAGLOUPE_ANSWER_GATES)")
 
 
 class RankRequest(BaseModel):

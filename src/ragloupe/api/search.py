@@ -59,7 +59,7 @@ def run_search(body: SearchRequest, request: Request, doc_id: str | None = None)
     if body.query_id:
         result["gold"] = _gold(body.query_id, ranking, resources)
     if body.include_generated_answer:
-        fields, extra = evidencerag.generation(body.question, ranking, resources)
+        fields, extra = evidencerag.generation(body.question, ranking, resources, body.gates)
         result.update(fields, **extra)
     else:
         result.update(evidencerag.skipped(resources))

@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="LLM backend (default: RAGLOUPE_LLM_BACKEND)")
     parser.add_argument("--claims", action="store_true",
                         help="also extract and verify claims with the LLM (slower)")
+    parser.add_argument("--gates", action=argparse.BooleanOptionalAction, default=None,
+                        help="gates before generation: answer only from mappable, consistent context "
+                             "(default: RAGLOUPE_ANSWER_GATES)")
     add_json_flag(parser)
     parser.set_defaults(handler=lambda args: run_answer(args))
 
@@ -37,10 +40,14 @@ def run_answer(args: argparse.Namespace) -> CommandResult:
     settings = get_settings()
     if args.backend:
         settings = settings.replace(llm_backend=args.backend)
+    if args.gates is not None:
+        settings = settings.replace(answer_gates=args.gates)
     client = get_client(settings)
     filters = {"doc_ids": args.doc_ids} if args.doc_ids else None
     ranking = search(args.question, mode=args.mode, k=args.k, filters=filters, settings=settings)
     result = answer(args.question, ranking, settings, client=client)
+    if result.withheld:
+        return CommandResult({"answer": result.as_dict(), "screen": None}, format_withheld(result))
     screen = screen_answer(result)
     data = {"answer": result.as_dict(), "screen": screen.as_dict()}
     claims_text = ""
@@ -59,6 +66,15 @@ def run_answer(args: argparse.Namespace) -> CommandResult:
             data["claims"] = report.as_dict()
             claims_text = "\n\n" + report.summary()
     return CommandResult(data, format_answer(result, screen) + claims_text)
+
+
+def format_withheld(result) -> str:
+    """A gate failed: which, why, and the passages the answer would have come from."""
+    lines = ["no answer generated (no LLM call): " + result.gates.summary()]
+    for gate in result.gates.failed:
+        lines += [f"  {problem}" for problem in gate.problems]
+    lines += ["", "passages:"] + [f"  [{p.number}] {p.label}  (rank {p.rank})" for p in result.passages]
+    return "\n".join(lines)
 
 
 def format_answer(result, screen) -> str:

@@ -26,15 +26,16 @@ import dataclasses
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ragloupe.config import Settings, get_settings
 from ragloupe.errors import LlmUnavailable
 from ragloupe.generate.citations import Citation, cited_units, parse_citations
+from ragloupe.generate.gates import GateReport, check_gates
 from ragloupe.generate.llm import NO_LLM_HINT, LlmClient, get_client
 from ragloupe.generate.prompt import (NOT_IN_CONTEXT, SYSTEM, build_prompt, format_passage, passage_label,
                                       passage_options, support_prompt)
-from ragloupe.models import Chunk, Hit, Ranking
+from ragloupe.models import Chunk, Hit, Ranking, unit_id
 
 TokenCounter = Callable[[str], int]
 
@@ -96,6 +97,12 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)  # seconds: context, generate, parse, choose
     citation_method: str = ""  # GENERATED, CONSTRAINED, or "" when nothing is cited
     support_scores: tuple[float, ...] = ()  # constrained decoding: log-likelihood of passage 1, 2, ...
+    gates: GateReport | None = None  # the gates before generation, when they ran
+
+    @property
+    def withheld(self) -> bool:
+        """True when a gate failed: no LLM was asked, ``text`` is empty, ``gates`` says why."""
+        return self.gates is not None and not self.gates.passed
 
     @property
     def unresolved_citations(self) -> tuple[Citation, ...]:
@@ -106,6 +113,8 @@ class Answer:
         """JSON-ready: passages carry their chunk's text and metadata."""
         data = asdict(self)
         data["unresolved_citations"] = [asdict(c) for c in self.unresolved_citations]
+        data["gates"] = self.gates.as_dict() if self.gates is not None else None
+        data["withheld"] = self.withheld
         return data
 
 
@@ -140,12 +149,16 @@ def says_not_in_context(text: str) -> bool:
 
 
 def answer(query: str, ranking: Ranking, settings: Settings | None = None,
-           client: LlmClient | None = None, count_tokens: TokenCounter | None = None) -> Answer:
+           client: LlmClient | None = None, count_tokens: TokenCounter | None = None,
+           indexed_units: Iterable[str] | None = None) -> Answer:
     """Generate an answer to ``query`` from ``ranking``'s hits, with citations.
 
     Raises LlmUnavailable (saying what to do) when no LLM can be reached.
     With no hits at all, the model is not asked: the answer says the
-    documents do not contain it.
+    documents do not contain it. With settings.answer_gates on, the context
+    passes the gates first (gates.py) or nothing is generated: the Answer is
+    ``withheld`` and its ``gates`` say why. ``indexed_units`` are the units
+    the citation gate maps passages to (default: the index manifest's).
     """
     settings = settings or get_settings()
     client = client or get_client(settings)
@@ -159,6 +172,15 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
     if not passages:
         return Answer(query, NOT_IN_CONTEXT, (), (), (), tuple(cut), client.label, True, 0,
                       settings.context_budget_tokens, ranking.mode, timings)
+    gates = None
+    if settings.answer_gates:
+        started = time.perf_counter()
+        gates = context_gates(passages, ranking, settings, indexed_units)
+        timings["gates"] = time.perf_counter() - started
+        if not gates.passed:
+            return Answer(query, "", (), (), tuple(passages), tuple(cut), client.label, False,
+                          sum(p.n_tokens for p in passages), settings.context_budget_tokens,
+                          ranking.mode, timings, gates=gates)
 
     prompt = build_prompt(query, [p.chunk for p in passages])
     started = time.perf_counter()
@@ -193,7 +215,24 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
         model=client.label, not_in_context=not_in_context,
         context_tokens=sum(p.n_tokens for p in passages),
         budget_tokens=settings.context_budget_tokens, mode=ranking.mode, timings=timings,
-        citation_method=method, support_scores=scores)
+        citation_method=method, support_scores=scores, gates=gates)
+
+
+def context_gates(passages: Sequence[Passage], ranking: Ranking, settings: Settings,
+                  indexed_units: Iterable[str] | None = None) -> GateReport:
+    """The gates over the passages chosen for the prompt; figures are compared within a
+    document's own fiscal period where search found one (Hit.doc_period), else the document."""
+    if indexed_units is None:
+        from ragloupe.index.manifest import Manifest
+
+        indexed_units = manifest_units(Manifest.load(settings))
+    periods = {h.chunk.chunk_id: f"period {h.doc_period}" for h in ranking.hits if h.doc_period}
+    return check_gates([p.chunk for p in passages], indexed_units, periods)
+
+
+def manifest_units(manifest) -> set[str]:
+    """The units (doc#pN, doc#record) of every document the manifest holds completely."""
+    return {unit_id(e.doc_id, p.page, p.record_id) for e in manifest.complete() for p in e.pages if p.indexed}
 
 
 def confident_choice(scores: Sequence[float], margin: float) -> int | None:
