@@ -41,7 +41,7 @@ with page_errors():
         calls = read_llm_calls(settings, limit=50)
         st.caption(f"Last {len(calls)} LLM calls (newest first), from {llm_calls_path(settings)}")
         if calls:
-            st.dataframe(pd.DataFrame(calls, columns=["time", "backend", "model", "prompt_chars", "duration_s",
+            st.dataframe(pd.DataFrame(calls, columns=["time", "backend", "model", "call", "prompt_chars", "duration_s",
                                                       "outcome", "error"]), hide_index=True)
         st.subheader("Package versions")
         versions = system.package_versions()
