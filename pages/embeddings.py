@@ -11,7 +11,8 @@ from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.guard import page_errors
 
-COLOUR_BY = {"document": "doc_id", "section": "section", "quality": "quality"}
+COLOUR_BY = {"document": "doc_id", "section": "section", "quality": "quality",
+             "run outcome": "outcome", "failure code": "failure code"}
 
 st.title("Embeddings")
 st.caption("Each point is a chunk. A query and its hits are placed with the same fitted "
@@ -31,7 +32,23 @@ with page_errors():
     left, middle = st.columns(2)
     method = left.radio("Projection", METHODS, horizontal=True, key=f"{PAGE}.method",
                         format_func=lambda m: {"umap": "UMAP", "pca": "PCA (fast)"}[m])
-    colour = middle.radio("Colour by", list(COLOUR_BY), horizontal=True, key=f"{PAGE}.colour")
+    colour = middle.radio("Colour by", list(COLOUR_BY), horizontal=True, key=f"{PAGE}.colour",
+                          help="run outcome / failure code: the gold units' chunks of a run's questions")
+    run = None
+    if COLOUR_BY[colour] in ("outcome", "failure code"):
+        from ragloupe.evaluate.runs import list_runs, load_run
+        from ragloupe.ui.tables import run_label
+
+        past = list_runs(settings)
+        if not past:
+            st.info("No evaluation run yet: run one on the Evaluation page to colour its questions.")
+        else:
+            runs = {row["run_id"]: load_run(row["run_id"], settings) for row in past}
+            run_col, k_run_col = st.columns([3, 1])
+            chosen_run = run_col.selectbox("Run", list(runs), key=f"{PAGE}.run",
+                                           format_func=lambda i: run_label(runs[i]))
+            run_k = k_run_col.number_input("top k", min_value=1, max_value=100, value=5, key=f"{PAGE}.run_k")
+            run = runs[chosen_run]
     with st.form("place_query"):
         question = st.text_input("Place a query on the map (optional)", key=f"{PAGE}.question")
         mode_col, k_col, docs_col = st.columns([1, 1, 2])
@@ -71,5 +88,14 @@ with page_errors():
         st.caption(f"{len(hit_ids)} hits ({mode}) ringed"
                    + (f"; {len(gold_ids)} gold chunks marked ◆ "
                       f"({', '.join(q.query_id for q in matched)})" if gold_ids else ""))
-    st.plotly_chart(embedding_map(map_points(projection), COLOUR_BY[colour], marks),
-                    key="embedding_map")
+    points = map_points(projection)
+    if COLOUR_BY[colour] in ("outcome", "failure code"):
+        from ragloupe.diagnostics.run_map import colour_points, unit_outcomes
+
+        outcomes = unit_outcomes(run.data, int(run_k)) if run is not None else {}
+        points = colour_points(points, outcomes)
+        on_map = {p["unit"] for p in points} & set(outcomes)
+        st.caption(f"{len(on_map)} of the run's {len(outcomes)} gold units have chunks on the map "
+                   "(hit at 1, in the top k, missed; or the run's failure code); other chunks: "
+                   "not a gold unit of the run.")
+    st.plotly_chart(embedding_map(points, COLOUR_BY[colour], marks), key="embedding_map")

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
+from ragloupe.diagnostics.gold import goldset_choices, load_goldsets
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_embedder, get_store
@@ -25,7 +25,7 @@ with page_errors():
 
     index_notice()
     settings = current_settings()
-    paths = {path.name: path for path in find_goldsets(settings)}
+    paths = goldset_choices(settings)
     state.keep(PAGE, {"goldsets": list(paths)[:1], "modes": ["dense", "hybrid"],
                       "ks": "1,3,5,10", "scope": "doc"})
     state.restrict(PAGE, "goldsets", list(paths))
@@ -83,6 +83,12 @@ with page_errors():
     from ragloupe.ui.coverage_view import coverage_section
 
     coverage_section(settings, [paths[name] for name in chosen], get_store(settings))
+
+    from ragloupe.ui.goldsets_view import drafts_section, outside_run_section, your_goldsets_section
+
+    your_goldsets_section(settings)
+    drafts_section(settings, get_store(settings), get_embedder(settings))
+    outside_run_section(settings, paths, list(MODES), get_store(settings), get_embedder(settings))
 
     st.header("Past runs")
     past = list_runs(settings)

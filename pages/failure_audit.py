@@ -91,7 +91,9 @@ with page_errors():
     if st.button("Open in Search & compare", key="open_in_search"):
         state.carry("search", {"question": query["question"],
                                "docs": [query["doc_id"]] if run.data["scope"] == "doc" else [],
-                               "modes": [run.data["mode"].replace("+rewrite", "")]})
+                               # an outside run's mode ("outside:NAME") is none of ragloupe's
+                               "modes": [m for m in [run.data["mode"].replace("+rewrite", "")]
+                                         if not m.startswith("outside:")] or ["hybrid"]})
         st.session_state["_search_pending"] = True
         st.switch_page(page_file("search_compare"))
     audit = query.get("label_audit") or {}

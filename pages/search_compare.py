@@ -5,6 +5,7 @@ import re
 import streamlit as st
 
 from ragloupe.diagnostics.comparison import comparison_rows
+from ragloupe.diagnostics.labels import rank_modes
 from ragloupe.diagnostics.gold import (gold_questions_by_document, gold_units, match_question,
                                        similar_questions)
 from ragloupe.retrieve.query_analysis import describe
@@ -19,15 +20,19 @@ from ragloupe.ui.navigation import page_file
 from ragloupe.ui.tables import comparison_columns, comparison_frame, comparison_styler
 from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import md_escape, query_terms
+from ragloupe.ui.labelling import label_form
+from ragloupe.ui.why import why_ranked
 from ragloupe.ui.widgets import hit_detail, hit_numbers
 
 PAGE = "search"
 LEVELS = {"page": "a row per page (or record)", "chunk": "a row per chunk"}
 
 st.title("Search & compare")
-st.caption("One row per page (or chunk), one column group per mode: the mode's final rank and "
-           "each engine's rank and raw score. — means that mode or engine did not list it; a "
-           "grey rank is below the mode's top k. Click a row to open its full chunk.")
+st.caption("One row per page (or chunk): each engine's rank and raw score, the RRF and learned "
+           "scores, then each mode's final rank. — means that mode or engine did not list it; a "
+           "grey rank is below the mode's top k; green and amber mark the rows where the modes "
+           "disagree. Click a row to open its chunk, see why it ranked there, or mark it as the "
+           "right answer.")
 
 
 def _use_gold_question(query) -> None:
@@ -46,7 +51,7 @@ def _picked_gold() -> None:
 with page_errors():
     index_notice()
     from ragloupe.retrieve.fusion import METHODS as FUSIONS
-    from ragloupe.retrieve.search import MODES, search
+    from ragloupe.retrieve.search import MODES
 
     settings = current_settings()
     base_modes = [mode for mode in MODES if not mode.endswith("+rewrite")]
@@ -128,18 +133,10 @@ with page_errors():
             overrides = {"fusion": fusion, "weight_dense": weight_dense, "weight_bm25": weight_bm25}
             if threshold > 0:
                 overrides.update(dynamic_cut="threshold", dynamic_cut_value=threshold)
-            store, embedder = get_store(settings), get_embedder(settings)
-            rankings = {}
-            for mode in modes:
-                full_mode = f"{mode}+rewrite" if rewrite else mode
-                with st.spinner(f"Searching ({full_mode})…"):
-                    # The whole candidate list (k = the window leaves the window as it is), so a
-                    # unit one mode ranks 3rd and another 37th shows 37, not "—". explain runs
-                    # both engines in every mode, so a dense-only mode still shows bm25's rank.
-                    rankings[full_mode] = search(
-                        question, mode=full_mode, k=max(int(k), settings.candidate_window),
-                        filters=filters, settings=settings, explain=True, store=store,
-                        embedder=embedder, **overrides)
+            full_modes = [f"{mode}+rewrite" if rewrite else mode for mode in modes]
+            with st.spinner(f"Searching ({', '.join(full_modes)})…"):
+                rankings = rank_modes(question, full_modes, int(k), filters, overrides, settings,
+                                      store=get_store(settings), embedder=get_embedder(settings))
             state.result(PAGE, {"question": question, "k": int(k), "level": level,
                                 "filters": filters, "rankings": rankings})
             st.session_state.pop(f"{PAGE}.table", None)
@@ -191,9 +188,8 @@ with page_errors():
                                                          help="position of the chunk on its page"),
                   "doc": st.column_config.TextColumn("doc", pinned=True),
                   "section": st.column_config.TextColumn("section", width="large")}
-        for mode in modes_shown:
-            for name, (header, help_text) in comparison_columns(mode).items():
-                config[name] = st.column_config.Column(header, help=help_text)
+        for name, (header, help_text) in comparison_columns(modes_shown).items():
+            config[name] = st.column_config.Column(header, help=help_text, width="small")
         event = st.dataframe(comparison_styler(frame, modes_shown, k), hide_index=True,
                              width="stretch", column_config=config, key=f"{PAGE}.table",
                              on_select="rerun", selection_mode="single-row",
@@ -209,7 +205,11 @@ with page_errors():
                                        else hit_numbers(cell.rank, cell.score, cell.engines)))
             st.text(f"section: {row.chunk.section or '—'} | quality: {row.chunk.quality} | "
                     f"kind: {row.chunk.kind}")
+            if row.learned_hit is not None:
+                with st.expander("Why this rank (learned fusion's feature contributions)"):
+                    why_ranked(row.learned_hit)
             show_chunk(row.chunk, terms)
+            label_form(settings, shown["question"], row)
         elif rows:
             st.caption("Click a row to open its full chunk here.")
 

@@ -143,20 +143,38 @@ def test_absent_rank_is_missing_in_the_comparison_and_shown_as_a_dash():
                                                    "bm25": EngineScore(None, None)}),),
                     pages=(PageHit("doc#p3", "doc", 3, "", 1, 0.9, ("a",), 1),))
     bm25 = Ranking("q", "bm25", (Hit(b, 1, 7.0, {"dense": EngineScore(2, 0.5),
-                                                 "bm25": EngineScore(1, 7.0)}),),
+                                                 "bm25": EngineScore(1, 7.0)}, rrf_score=0.0325),),
                    pages=(PageHit("doc#p4", "doc", 4, "", 1, 7.0, ("b",), 1),))
     rows = comparison_rows({"dense": dense, "bm25": bm25}, level="page", k=5, gold_units={"doc#p4"})
     frame = comparison_frame(rows, ["dense", "bm25"])
     assert list(frame["page"]) == ["3", "4"]  # both rank 1; the first mode's goes first
     first, second = frame.iloc[0], frame.iloc[1]
-    assert first["dense #"] == 1 and pd.isna(first["dense bm25 #"])
+    # Each engine once per row, then a final rank per mode.
+    assert first["dense rank"] == 1 and pd.isna(first["bm25 rank"]) and pd.isna(first["RRF"])
+    assert (second["dense rank"], second["bm25 rank"], second["RRF"]) == (2, 1, 0.0325)
+    assert (first["dense #"], second["bm25 #"]) == (1, 1)
     assert pd.isna(first["bm25 #"]) and pd.isna(second["dense #"])
     assert second["gold"] == "★" and first["gold"] == ""
-    assert (second["bm25 #"], second["bm25 dense #"], second["bm25 bm25 #"]) == (1, 2, 1)
     shown = comparison_styler(frame, ["dense", "bm25"], k=5).to_html()
-    for column in ("bm25 #", "bm25 bm25 #", "bm25 bm25"):  # row 0 is missing from the bm25 mode
+    for column in ("bm25 rank", "bm25 score", "learned", "bm25 #"):  # row 0: BM25 did not list it
         position = list(frame.columns).index(column)
         assert f'class="data row0 col{position}" >—</td>' in shown
+    # The modes disagree on both rows (each lists one page only): green in a top k, amber out of it.
+    assert (_styled_cells(shown, "#dcefd5"), _styled_cells(shown, "#fbe3c8")) == (2, 2)
+
+
+def _styled_cells(html: str, css: str) -> int:
+    """How many table cells a Styler's CSS gives ``css`` (it merges equal rules into one)."""
+    return sum(len(re.findall(r"_row\d+_col\d+", selectors))
+               for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", html) if css in body)
+
+
+def test_comparison_table_has_each_engine_once_and_a_rank_per_mode():
+    from ragloupe.ui.tables import comparison_columns
+
+    columns = comparison_columns(["dense", "bm25", "hybrid"])
+    assert list(columns) == ["dense rank", "cosine", "bm25 rank", "bm25 score", "RRF", "learned",
+                             "dense #", "bm25 #", "hybrid #"]
 
 
 @pytest.mark.parametrize("name", ["../../outside.csv", "..\\..\\outside.csv", "/etc/outside.csv",
@@ -246,11 +264,12 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env):
                 assert _missing(row[f"{mode} #"])
                 continue
             assert row[f"{mode} #"] == page.rank
-            best = min(held, key=lambda h: h.rank)
-            for engine in ("dense", "bm25"):
-                expected = _engine_rank(best, engine)
-                shown = row[f"{mode} {engine} #"]
-                assert (_missing(shown) if expected is None else shown == expected), (unit, mode)
+        # Each engine's rank is said once: its best rank of any chunk of the unit.
+        for engine in ("dense", "bm25"):
+            ranks = [_engine_rank(h, engine) for r in rankings.values() for h in r.hits if h.chunk.unit == unit]
+            expected = min((r for r in ranks if r is not None), default=None)
+            shown = row[f"{engine} rank"]
+            assert (_missing(shown) if expected is None else shown == expected), (unit, engine)
     # Rows come best first: each row's best rank in any mode never beats the row above.
     best = [min(int(v) for v in (row[f"{m} #"] for m in modes) if not _missing(v))
             for row in table.to_dict("records")]
@@ -281,7 +300,7 @@ def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env):
                 assert _missing(row[f"{mode} #"])
                 continue
             assert row[f"{mode} #"] == hit.rank
-            assert row[f"{mode} dense"] == pytest.approx(hit.per_engine["dense"].score)
+            assert row["cosine"] == pytest.approx(hit.per_engine["dense"].score)
         assert sum(1 for row in table.to_dict("records")
                    if not _missing(row[f"{mode} #"]) and row[f"{mode} #"] <= k) == k
 

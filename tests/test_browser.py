@@ -41,8 +41,10 @@ UPLOADED_RECORDS = (
 
 
 @contextmanager
-def _streamlit_servers(demo_index, roots: list[Path]) -> Iterator[list[tuple[str, dict[str, Path]]]]:
-    """Fresh streamlit servers, one per root, each over a private copy of the demo index.
+def _streamlit_servers(demo_index, roots: list[Path],
+                       extra_env: dict[str, str] | None = None) -> Iterator[list[tuple[str, dict[str, Path]]]]:
+    """Fresh streamlit servers, one per root, each over a private copy of the demo index
+    (or of any index whose Settings are passed as ``demo_index``), ``extra_env`` set too.
 
     They start at once and are waited for together; yields [(url, dirs)] in the roots' order.
     """
@@ -57,7 +59,7 @@ def _streamlit_servers(demo_index, roots: list[Path]) -> Iterator[list[tuple[str
                        RAGLOUPE_RAW_DIR=str(dirs["raw"]), RAGLOUPE_RUNS_DIR=str(dirs["runs"]),
                        RAGLOUPE_LOGS_DIR=str(dirs["logs"]), CHROMA_HOST="",
                        RAGLOUPE_LLM_BACKEND="none", RAGLOUPE_PROJECTION_METHOD="pca",
-                       HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False")
+                       HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False", **(extra_env or {}))
             logs.append((root / "streamlit.log").open("w"))
             process = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", str(ENTRY),

@@ -1,10 +1,12 @@
-"""Several retrieval modes in one table: a row per page (or chunk), a cell per mode.
+"""Several retrieval modes in one table: a row per page (or chunk), read at a glance.
 
-Side-by-side lists make a reader hunt for the same page in three columns.
-Here each unit appears once, and each mode's cell says where that mode put
-it: its final rank and each engine's rank and raw score. A mode that did
-not list the unit at all has no cell (None), which the page shows as "—",
-never as rank 0.
+Side-by-side lists make a reader hunt for the same page in three columns,
+and repeating every engine's columns per mode made three modes twenty
+columns wide. Here each unit appears once with what does not depend on the
+mode said once (each engine's rank and raw score, the RRF score, learned
+fusion's score) and then one final-rank column per mode. A mode that did not
+list the unit has no cell (None), shown as "—", never as rank 0; a row where
+the modes disagree is flagged so the page can highlight it.
 
 Pure: Rankings in, rows out. The rankings should hold every fused candidate
 (search() with k equal to the candidate window), so a unit that one mode
@@ -20,16 +22,15 @@ from ragloupe.models import Chunk, EngineScore, Hit, Ranking
 
 LEVELS = ("page", "chunk")
 ENGINES = ("dense", "bm25")
+_ABSENT = EngineScore(None, None)
 
 
 @dataclass(frozen=True)
 class ModeCell:
-    """Where one mode put one row.
+    """Where one mode put one row: its final rank and score, and the chunk it ranked best for it.
 
-    rank and score are the mode's final ones (for a page: its rank in the
-    mode's page view). engines holds each engine's rank and raw score of the
-    chunk the mode ranked best for this row; an engine that did not list
-    that chunk has EngineScore(None, None).
+    engines holds each engine's rank and raw score of that chunk (an engine
+    that did not list it has EngineScore(None, None)).
     """
 
     rank: int
@@ -49,10 +50,23 @@ class ComparisonRow:
     gold: bool
     chunk: Chunk  # the chunk to open: the one the best-placing mode ranked highest
     cells: dict[str, ModeCell | None] = field(default_factory=dict)
+    # Said once per row: each engine's best rank of the row's chunks, with that chunk's raw score.
+    engines: dict[str, EngineScore] = field(default_factory=dict)
+    rrf_score: float | None = None  # the best weighted RRF score of the row's chunks
+    learned_hit: Hit | None = None  # the hit learned fusion scored best for the row, for "why this rank"
 
     @property
     def best_rank(self) -> int:
         return min(cell.rank for cell in self.cells.values() if cell is not None)
+
+    @property
+    def learned_score(self) -> float | None:
+        return None if self.learned_hit is None else self.learned_hit.learned.probability
+
+    def differs(self, k: int) -> bool:
+        """The modes disagree on this row: one has it in its top k and another not, or at another rank."""
+        ranks = [cell.rank if cell is not None else None for cell in self.cells.values()]
+        return len(set(ranks)) > 1 and any(r is not None and r <= k for r in ranks)
 
 
 def comparison_rows(rankings: Mapping[str, Ranking], level: str = "page", k: int = 10,
@@ -70,22 +84,43 @@ def comparison_rows(rankings: Mapping[str, Ranking], level: str = "page", k: int
         raise ValueError(f"unknown comparison level {level!r}; use one of {', '.join(LEVELS)}")
     cells_by_mode = {mode: (_page_cells(ranking) if level == "page" else _chunk_cells(ranking))
                      for mode, ranking in rankings.items()}
+    hits_by_key: dict[str, list[Hit]] = {}
+    for ranking in rankings.values():
+        for hit in ranking.hits:
+            hits_by_key.setdefault(hit.chunk.unit if level == "page" else hit.chunk.chunk_id, []).append(hit)
     chunks = {hit.chunk.chunk_id: hit.chunk for ranking in rankings.values() for hit in ranking.hits}
     keys = {key for cells in cells_by_mode.values() for key, cell in cells.items() if cell.rank <= k}
     rows = []
     for key in keys:
         cells = {mode: cells_by_mode[mode].get(key) for mode in rankings}
-        listed = [cell for cell in cells.values() if cell is not None]
-        best = min(listed, key=lambda cell: cell.rank)
+        best = min((cell for cell in cells.values() if cell is not None), key=lambda cell: cell.rank)
         chunk = chunks[best.chunk_id]
+        held = hits_by_key.get(key, [])
         rows.append(ComparisonRow(
             key=key, unit=chunk.unit, doc_id=chunk.doc_id, page=chunk.page,
             record_id=chunk.record_id, section=chunk.section, gold=chunk.unit in gold_units,
-            chunk=chunk, cells=cells))
+            chunk=chunk, cells=cells, engines=best_engines(held),
+            rrf_score=max((h.rrf_score for h in held if h.rrf_score is not None), default=None),
+            learned_hit=max((h for h in held if h.learned is not None), default=None,
+                            key=lambda h: h.learned.probability)))
     far = 10**9
     rows.sort(key=lambda row: (row.best_rank,
                                tuple(c.rank if c else far for c in row.cells.values()), row.key))
     return rows
+
+
+def best_engines(hits: Collection[Hit]) -> dict[str, EngineScore]:
+    """Each engine's best (lowest) rank over these hits, with the raw score of the chunk it ranked so.
+
+    The same best rank a run report gives a unit (runs.ranking_view), so the
+    table and the failure audit agree.
+    """
+    out = {}
+    for engine in ENGINES:
+        listed = [h.per_engine[engine] for h in hits
+                  if engine in h.per_engine and h.per_engine[engine].rank is not None]
+        out[engine] = min(listed, key=lambda view: view.rank) if listed else _ABSENT
+    return out
 
 
 def _chunk_cells(ranking: Ranking) -> dict[str, ModeCell]:
@@ -112,5 +147,4 @@ def _page_cells(ranking: Ranking) -> dict[str, ModeCell]:
 
 
 def _engines(hit: Hit) -> dict[str, EngineScore]:
-    absent = EngineScore(None, None)
-    return {engine: hit.per_engine.get(engine, absent) for engine in ENGINES}
+    return {engine: hit.per_engine.get(engine, _ABSENT) for engine in ENGINES}

@@ -19,10 +19,20 @@ GOLD_PATTERNS = ("*.eval.json", "*.gold.json")
 
 
 def find_goldsets(settings: Settings) -> list[Path]:
-    """Gold set files under the benchmarks directory, sorted."""
+    """Gold set files under the benchmarks directory, sorted, then the user's own (usersets)."""
+    from ragloupe.evaluate.usersets import list_user_goldsets
+
     root = settings.path("benchmarks_dir")
     found = {path for pattern in GOLD_PATTERNS for path in root.rglob(pattern)}
-    return sorted(found)
+    return sorted(found) + [p for p in list_user_goldsets(settings) if p not in found]
+
+
+def goldset_choices(settings: Settings) -> dict[str, Path]:
+    """Every gold set by the name a picker shows: the shipped file's name, or "yours: NAME"."""
+    from ragloupe.evaluate.usersets import goldsets_dir
+
+    own = goldsets_dir(settings)
+    return {(f"yours: {path.stem}" if path.parent == own else path.name): path for path in find_goldsets(settings)}
 
 
 def load_goldsets(paths: Iterable[Path]) -> tuple[list, list[str]]:

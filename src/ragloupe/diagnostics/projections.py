@@ -162,7 +162,7 @@ def first_words(text: str, n: int = FIRST_WORDS) -> str:
 def map_points(projection: Projection) -> list[dict[str, Any]]:
     """One row per chunk on the map: coordinates plus what to colour and hover by."""
     return [
-        {"x": float(x), "y": float(y), "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id,
+        {"x": float(x), "y": float(y), "chunk_id": chunk.chunk_id, "doc_id": chunk.doc_id, "unit": chunk.unit,
          "page": chunk.page, "section": chunk.section or "(none)", "quality": chunk.quality,
          "first_words": first_words(chunk.text)}
         for chunk, (x, y) in zip(projection.chunks, projection.coords)

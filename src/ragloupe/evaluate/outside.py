@@ -102,16 +102,22 @@ def parse_run_file(path: str | Path) -> OutsideRanking:
         raise RagloupeError(f"{path}: cannot read the run file ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise RagloupeError(f"{path.name}: not a text file (UTF-8 expected)") from None
+    return parse_run_text(text, path.name, {"path": str(path), "sha256": hashlib.sha256(raw).hexdigest()})
+
+
+def parse_run_text(text: str, name: str, source: dict | None = None) -> OutsideRanking:
+    """A run file's text (an upload) read like parse_run_file; ``name`` labels it when it has no tag."""
     lines = text.splitlines()
     first = next((s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")), "")
     if not first:
-        raise RagloupeError(f"{path.name}: the run file is empty")
-    source = {"path": str(path), "sha256": hashlib.sha256(raw).hexdigest()}
+        raise RagloupeError(f"{name}: the run file is empty")
+    source = source or {"path": name, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    stem = Path(name).stem
     if first.startswith("{"):
         rankings, where, problems = _parse_jsonl(lines)
-        return OutsideRanking(path.stem, {"kind": "jsonl", **source}, rankings, where, problems)
+        return OutsideRanking(stem, {"kind": "jsonl", **source}, rankings, where, problems)
     rankings, where, problems, tag = _parse_trec(lines)
-    return OutsideRanking(tag or path.stem, {"kind": "trec", **source}, rankings, where, problems)
+    return OutsideRanking(tag or stem, {"kind": "trec", **source}, rankings, where, problems)
 
 
 def _parse_trec(lines: Sequence[str]) -> tuple[dict, dict, list[RunProblem], str]:

@@ -83,24 +83,34 @@ def comparison_rows(comparison) -> list[dict[str, Any]]:
             for name, m in comparison.metrics.items()]
 
 
-# The comparison view: one tint per mode, so a mode's columns read as one group.
-MODE_TINTS = ("#e3eefa", "#e6f4dc", "#fbead8", "#efe4f7")
 # What a missing rank or score becomes in the displayed table. Streamlit's grid shows a
 # null as "None" whatever the format says, so the display uses values that sort where
 # "not listed" belongs (below every real rank and score) and are drawn as "—".
 ABSENT_RANK = 1_000_000
 ABSENT_SCORE = -1e9
+# Rows where the modes disagree: green where a mode has the row in its top k, amber where not.
+AGREE_TINT, IN_TOP_TINT, OUT_TINT = "", "#dcefd5", "#fbe3c8"
+SHARED_COLUMNS = {
+    "dense rank": ("dense #", "the dense engine's best rank of this row's chunks (the same in every mode)"),
+    "cosine": ("cosine", "that chunk's cosine similarity to the question"),
+    "bm25 rank": ("bm25 #", "the BM25 engine's best rank of this row's chunks (the same in every mode)"),
+    "bm25 score": ("bm25", "that chunk's BM25 score"),
+    "RRF": ("RRF", "the best weighted reciprocal-rank-fusion score of this row's chunks"),
+    "learned": ("learned", "learned fusion's probability for its best chunk of this row "
+                           "(— when no mode fused it with the learned model)"),
+}
 
 
-def comparison_columns(mode: str) -> dict[str, tuple[str, str]]:
-    """A mode's columns in the comparison table: name -> (header, help text)."""
-    return {f"{mode} #": (f"{mode}: rank", f"the final rank {mode} gave it"),
-            f"{mode} dense #": ("dense #", f"{mode}: the dense engine's rank of the chunk "
-                                           f"{mode} ranked best for it"),
-            f"{mode} dense": ("cosine", f"{mode}: that chunk's cosine similarity to the question"),
-            f"{mode} bm25 #": ("bm25 #", f"{mode}: the BM25 engine's rank of the chunk "
-                                         f"{mode} ranked best for it"),
-            f"{mode} bm25": ("bm25", f"{mode}: that chunk's BM25 score")}
+def comparison_columns(modes: list[str]) -> dict[str, tuple[str, str]]:
+    """The table's number columns: name -> (header, help text). Each engine once, then a rank per mode."""
+    columns = dict(SHARED_COLUMNS)
+    for mode in modes:
+        columns[mode_column(mode)] = (f"{mode}: rank", f"the final rank {mode} gave it (grey: below its top k)")
+    return columns
+
+
+def mode_column(mode: str) -> str:
+    return f"{mode} #"
 
 
 def comparison_frame(rows: list, modes: list[str], show_doc: bool = True,
@@ -119,62 +129,69 @@ def comparison_frame(rows: list, modes: list[str], show_doc: bool = True,
         if level == "chunk":
             record["chunk"] = row.chunk.position
             record["kind"] = row.chunk.kind  # text, or table (a table chunk)
+        for engine, rank_name, score_name in (("dense", "dense rank", "cosine"),
+                                              ("bm25", "bm25 rank", "bm25 score")):
+            view = row.engines.get(engine)
+            listed = view is not None and view.rank is not None
+            record[rank_name] = view.rank if listed else None
+            record[score_name] = view.score if listed else None
+        record["RRF"] = row.rrf_score
+        record["learned"] = row.learned_score
         for mode in modes:
             cell = row.cells.get(mode)
-            names = list(comparison_columns(mode))
-            record[names[0]] = cell.rank if cell else None
-            for engine, rank_name, score_name in (("dense", names[1], names[2]),
-                                                  ("bm25", names[3], names[4])):
-                view = cell.engines.get(engine) if cell else None
-                listed = view is not None and view.rank is not None
-                record[rank_name] = view.rank if listed else None
-                record[score_name] = view.score if listed else None
+            record[mode_column(mode)] = cell.rank if cell else None
         record["section"] = row.section or ABSENT
         records.append(record)
     frame = pd.DataFrame.from_records(records)
-    for mode in modes:
-        rank_names, score_names = _split(mode)
-        for name in rank_names:
-            if name in frame:
-                frame[name] = frame[name].astype("Int64")
-        for name in score_names:
-            if name in frame:
-                frame[name] = frame[name].astype("float64")
+    ranks, scores = _split(modes)
+    for name in ranks:
+        if name in frame:
+            frame[name] = frame[name].astype("Int64")
+    for name in scores:
+        if name in frame:
+            frame[name] = frame[name].astype("float64")
     return frame
 
 
-def _split(mode: str) -> tuple[list[str], list[str]]:
-    names = list(comparison_columns(mode))
-    return [names[0], names[1], names[3]], [names[2], names[4]]
+def _split(modes: list[str]) -> tuple[list[str], list[str]]:
+    return ["dense rank", "bm25 rank", *[mode_column(m) for m in modes]], ["cosine", "bm25 score", "RRF", "learned"]
 
 
 def comparison_styler(frame: pd.DataFrame, modes: list[str], k: int):
-    """The table as shown: missing values drawn "—" (and sorted last), 3 decimals, a tint
-    per mode, each mode's final rank bold within its top k and grey below it."""
+    """The table as shown: missing values drawn "—" (and sorted last), 3 decimals (RRF 4), each
+    mode's final rank bold within its top k and grey below it, and the rows where the modes
+    disagree highlighted (green where a mode has the row in its top k, amber where not)."""
     shown = frame.copy()
-    rank_columns = [n for mode in modes for n in _split(mode)[0] if n in shown]
-    score_columns = [n for mode in modes for n in _split(mode)[1] if n in shown]
+    rank_columns, score_columns = (_present(names, shown) for names in _split(modes))
     for name in rank_columns:
         shown[name] = shown[name].fillna(ABSENT_RANK).astype("int64")
     for name in score_columns:
         shown[name] = shown[name].fillna(ABSENT_SCORE)
-    styler = shown.style.format(lambda v: ABSENT if v == ABSENT_RANK else f"{v:d}",
-                                subset=rank_columns)
+    styler = shown.style.format(lambda v: ABSENT if v == ABSENT_RANK else f"{v:d}", subset=rank_columns)
     styler = styler.format(lambda v: ABSENT if v == ABSENT_SCORE else f"{v:.3f}",
-                           subset=score_columns)
-    for position, mode in enumerate(modes):
-        tint = MODE_TINTS[position % len(MODE_TINTS)]
-        styler = styler.set_properties(subset=[n for n in comparison_columns(mode) if n in shown],
-                                       **{"background-color": tint})
-    final = [f"{mode} #" for mode in modes if f"{mode} #" in shown]
+                           subset=[n for n in score_columns if n != "RRF"])
+    if "RRF" in shown:
+        styler = styler.format(lambda v: ABSENT if v == ABSENT_SCORE else f"{v:.4f}", subset=["RRF"])
+    final = _present([mode_column(m) for m in modes], shown)
 
-    def past_k(column: pd.Series) -> list[str]:
-        return ["color: #9a9a9a" if v == ABSENT_RANK or v > k else "font-weight: bold"
-                for v in column]
+    def per_row(row: pd.Series) -> list[str]:
+        ranks = list(row)
+        differs = len(set(ranks)) > 1 and any(r <= k for r in ranks)
+        styles = []
+        for rank in ranks:
+            style = "font-weight: bold" if rank <= k else "color: #9a9a9a"
+            if differs:
+                style += f"; background-color: {IN_TOP_TINT if rank <= k else OUT_TINT}"
+            styles.append(style)
+        return styles
 
     if final:
-        styler = styler.apply(past_k, subset=final)
+        styler = styler.apply(per_row, axis=1, subset=final)
     return styler
+
+
+def _present(names: list[str], frame: pd.DataFrame) -> list[str]:
+    return [n for n in names if n in frame]
 
 
 def run_label(run) -> str:
