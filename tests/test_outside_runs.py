@@ -140,8 +140,8 @@ def test_fail_under_exits_1_naming_the_figure_and_the_gap(demo_env, tmp_path, ca
     capsys.readouterr()
     assert main(["eval", str(gold), "--run", str(run), "--against", "none", "--k", "1,3",
                  "--fail-under", "hit@1=0.90,mrr=0.80"]) == 1
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith("fail-under: outside-second-")
+    (last,) = capsys.readouterr().err.strip().splitlines()  # one line, on stderr
+    assert last.startswith("ragloupe: fail-under: outside-second-")
     assert "hit@1 0.000 is under its floor 0.900 by 0.900" in last
     assert "mrr 0.500 is under its floor 0.800 by 0.300" in last
 
@@ -159,9 +159,11 @@ def test_compare_fail_if_worse_exits_1_only_when_the_paired_test_says_worse(demo
         assert main(["eval", str(gold), "--run", str(_trec(tmp_path, name, rank)), "--against", "none",
                      "--json"]) == 0
         ids.append(json.loads(capsys.readouterr().out)["run_id"])
-    assert main(["compare", ids[0], ids[1], "--fail-if-worse"]) == 1
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith(f"fail-if-worse: B ({ids[1]}) is worse than A ({ids[0]}): hit@1 fell by 1.000")
+    assert main(["compare", ids[0], ids[1], "--fail-if-worse", "--json"]) == 1
+    captured = capsys.readouterr()
+    (last,) = captured.err.strip().splitlines()  # one line on stderr, --json or not
+    assert json.loads(captured.out)["gate"]["fell"][0].startswith("hit@1 fell by 1.000")
+    assert last.startswith(f"ragloupe: fail-if-worse: B ({ids[1]}) is worse than A ({ids[0]}): hit@1 fell by 1.000")
     assert "mrr fell by 0.667" in last
     assert main(["compare", ids[1], ids[0], "--fail-if-worse"]) == 0  # better is not worse
     capsys.readouterr()

@@ -30,8 +30,9 @@ COMMAND_MODULES = ("index_cmd", "search_cmd", "eval_cmd", "goldset_cmd", "answer
 class CommandResult:
     """What a subcommand returns: data for --json and text for people."""
 
-    def __init__(self, data: Any, text: str, exit_code: int = 0):
-        self.data, self.text, self.exit_code = data, text, exit_code
+    def __init__(self, data: Any, text: str, exit_code: int = 0, gate_line: str = ""):
+        # gate_line: why a gate failed, one line on stderr whether or not --json is given
+        self.data, self.text, self.exit_code, self.gate_line = data, text, exit_code, gate_line
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,6 +105,8 @@ def run(handler: Callable[[argparse.Namespace], CommandResult], args: argparse.N
         else:
             print(result.text)
         sys.stdout.flush()
+        if result.gate_line:
+            print(f"ragloupe: {result.gate_line}", file=sys.stderr)
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: not an error worth a traceback.
         # Point stdout at devnull so the interpreter's final flush stays quiet.

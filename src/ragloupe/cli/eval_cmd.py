@@ -189,9 +189,9 @@ def handle_compare(args: argparse.Namespace) -> CommandResult:
     data = result.as_dict()
     if args.fail_if_worse:
         data["gate"] = {"alpha": args.alpha, "metrics": watched, "fell": fell}
-    if fell:
-        lines.append(f"fail-if-worse: B ({result.run_b}) is worse than A ({result.run_a}): " + "; ".join(fell))
-    return CommandResult(data, "\n".join(lines), exit_code=1 if fell else 0)
+    line = (f"fail-if-worse: B ({result.run_b}) is worse than A ({result.run_a}): " + "; ".join(fell)
+            if fell else "")
+    return CommandResult(data, "\n".join(lines), exit_code=1 if fell else 0, gate_line=line)
 
 
 def render_comparison(result) -> list[str]:

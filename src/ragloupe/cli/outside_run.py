@@ -88,7 +88,7 @@ def gate_floors(result: CommandResult, report, floors: dict) -> CommandResult:
     if not fell:
         return result
     line = f"fail-under: {report.run_id}: " + "; ".join(fell)
-    return CommandResult(result.data, f"{result.text}\n{line}", exit_code=1)
+    return CommandResult(result.data, result.text, exit_code=1, gate_line=line)
 
 
 def _against(text: str | None, settings: Settings) -> list[str]:

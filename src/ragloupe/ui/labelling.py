@@ -18,7 +18,7 @@ def label_form(settings, question: str, row) -> None:
     existing = [path.stem for path in list_user_goldsets(settings)]
     st.session_state.setdefault(f"{KEY}.goldset", existing[0] if existing else "my-goldset")
     with st.form(f"{KEY}-{row.key}"):
-        st.markdown(md_escape(f"**Mark {row.unit} as the right answer**"))
+        st.markdown("**" + md_escape(f"Mark {row.unit} as the right answer") + "**")
         name_col, by_col = st.columns([2, 1])
         goldset = name_col.text_input("Gold set", key=f"{KEY}.goldset",
                                       help="a name of yours (" + (", ".join(existing) or "none yet")
