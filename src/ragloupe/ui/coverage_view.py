@@ -82,10 +82,12 @@ def show_coverage(coverage: Mapping) -> None:
         if not group["judged"]:
             st.caption(f"{group['name']}: {group['note']}")
     st.plotly_chart(position_chart(coverage), key="coverage_position")
+    st.subheader("By tenth of the document")
     st.dataframe(position_rows(coverage), hide_index=True, width="stretch")
-    left, right = st.columns(2)
-    left.dataframe(stratum_rows(coverage, "section"), hide_index=True, width="stretch")
-    right.dataframe(stratum_rows(coverage, "kind"), hide_index=True, width="stretch")
+    st.subheader("By section")
+    st.dataframe(stratum_rows(coverage, "section"), hide_index=True, width="stretch")
+    st.subheader("Table or prose page")
+    st.dataframe(stratum_rows(coverage, "kind"), hide_index=True, width="stretch")
     st.caption(f"Rule: {coverage['rule']}. Table pages: {coverage['table_rule']}.")
 
 
