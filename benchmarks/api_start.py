@@ -85,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = [one_run(args.limit_s) for _ in range(args.runs)]
     report = {"command": "RAGLOUPE_INDEX_DIR=... .venv/bin/python benchmarks/api_start.py --runs "
-                         f"{args.runs}", "index_dir": os.environ.get("RAGLOUPE_INDEX_DIR", "data/index"),
+                         f"{args.runs} --limit-s {args.limit_s:g}", "index_dir": os.environ.get("RAGLOUPE_INDEX_DIR", "data/index"),
               "load_average": os.getloadavg(), "cores": os.cpu_count(), "runs": runs,
               "median": {key: statistics.median(r[key] for r in runs if r[key] is not None)
                          for key in runs[0] if any(r[key] is not None for r in runs)}}
