@@ -8,7 +8,8 @@ from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
-from ragloupe.ui.table_view import KINDS, method_label, page_side_by_side, show_chunk
+from ragloupe.ui.table_view import (KINDS, method_label, page_beside_tables, page_side_by_side,
+                                   show_chunk)
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import chunk_label, chunk_metadata
 
@@ -91,6 +92,8 @@ with page_errors():
                     + f" · tables: {entry.tables}")
             page_chunks = get_store(settings).all_chunks(
                 {"$and": [{"doc_id": page_doc}, {"page": int(page_number)}]})
+            if entry.tables:
+                page_beside_tables(manifest.documents[page_doc].path, int(page_number), page_chunks)
             page_side_by_side(page_chunks)
 
     st.header("What ingestion left out")

@@ -16,7 +16,8 @@ from api_server import ApiServer
 from conftest import NOTE_ROWS, write_records
 from local_servers import free_port, wait_until_ready
 import evidencerag_models as er
-from pdf_factory import statement_page, write_report_pdf, write_table_pdf
+from pdf_factory import (STATEMENT_HEADER_JOINED, STATEMENT_ROWS, statement_page, write_report_pdf,
+                         write_table_pdf)
 from ragloupe.config import Settings
 from ragloupe.index.lock import index_lock
 
@@ -81,6 +82,9 @@ def test_an_uploaded_statement_has_its_table_chunks_listed(api, tmp_path):
     assert table.page == 1 and table.rows >= 2 and table.cols >= 2
     assert table.table_markdown.count("\n") == table.rows + 1  # header, separator, every body row
     assert "Core revenue resource limit" in table.table_markdown
+    item = tables["items"][0]  # the table as extracted, as the Chunk Explorer shows it
+    assert (item["header"], item["cells"]) == (list(STATEMENT_HEADER_JOINED), [list(r) for r in STATEMENT_ROWS])
+    assert item["caption"] == "Table 4: Statutory financial targets"
     found = api.client.post("/api/v1/docs/statement/search",
                             json={"question": "core revenue resource limit", "k": 5, "filter_is_table": True}).json()
     assert found["results"] and all(r["is_table"] and r["table_chunk_kind"] == "rows" for r in found["results"])

@@ -198,7 +198,26 @@ def test_chunk_explorer_filters_by_kind_and_shows_table_cells_as_data(table_inde
     frames = [d.value for d in app.dataframe if list(d.value.columns) == list(pf.STATEMENT_HEADER_JOINED)]
     assert frames and list(frames[0].iloc[0]) == [HOSTILE_LABEL, *pf.STATEMENT_ROWS[0][1:]]
     assert not any("evil.example" in m.value for m in app.markdown)
-    assert [s.value for s in app.subheader][:2] == ["Prose (1 chunks)", "Tables (1 chunks)"]
+    subheaders = [s.value for s in app.subheader]
+    assert subheaders.index("Tables (1 chunks)") == subheaders.index("Prose (1 chunks)") + 1
+
+
+def test_chunk_explorer_shows_the_page_as_printed_beside_its_table_as_extracted(table_index):
+    from streamlit.testing.v1 import AppTest
+
+    from ragloupe.config import PROJECT_ROOT
+
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages/chunk_explorer.py"), default_timeout=300)
+    app.run()
+
+    assert not app.exception, [e.value for e in app.exception]
+    subheaders = [s.value for s in app.subheader]
+    assert "The page as printed" in subheaders and "Its tables as extracted (1)" in subheaders
+    assert len(app.get("image")) == 1
+    whole = [d.value for d in app.dataframe if list(d.value.columns) == list(pf.STATEMENT_HEADER_JOINED)]
+    assert [list(row) for row in whole[0].values] == [[HOSTILE_LABEL, *pf.STATEMENT_ROWS[0][1:]],
+                                                       *map(list, pf.STATEMENT_ROWS[1:])]
+    assert any("Table 1: Table 4: Statutory financial targets" in t.value for t in app.text)
 
 
 def test_prefer_tables_lifts_table_chunks_only_for_questions_that_ask_for_a_figure(table_index):

@@ -128,3 +128,40 @@ def _packed(table: Table, rows: list, section: str, budget: int,
         used += cost
     pieces.append(TablePiece(markdown_table(table, rows[start:], section), start, len(rows)))
     return pieces
+
+
+@dataclass(frozen=True)
+class ChunkedTable:
+    """One table as its chunks hold it: the header, every body row in order, caption, section."""
+
+    page: int
+    table_index: int
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str
+    section: str
+    chunk_ids: tuple[str, ...]
+
+
+def tables_from_chunks(chunks: Sequence) -> list[ChunkedTable]:
+    """The tables a document's table chunks were cut from, in (page, table) order: each table's
+    row blocks joined back (the header once), so what is shown or served is what was indexed.
+    A two_stage summary chunk holds no rows and adds none."""
+    grouped: dict[tuple[int, int], list] = {}
+    for chunk in chunks:
+        if chunk.kind == "table":
+            grouped.setdefault((chunk.page, chunk.table_index), []).append(chunk)
+    out = []
+    for (page, index), parts in sorted(grouped.items()):
+        parts = sorted(parts, key=lambda c: (c.row_start, c.position))
+        header: tuple[str, ...] = ()
+        rows: list[tuple[str, ...]] = []
+        for part in parts:
+            part_header, part_rows = parse_markdown_table(part.text)
+            header = header or part_header
+            rows += part_rows
+        caption = next((line[len("Table: "):].removesuffix(" (continued)")
+                        for line in parts[0].text.splitlines() if line.startswith("Table: ")), "")
+        out.append(ChunkedTable(page, index, tuple(header), tuple(rows), caption, parts[0].section,
+                                tuple(c.chunk_id for c in parts)))
+    return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ragloupe.table_chunks import parse_markdown_table
+from ragloupe.table_chunks import tables_from_chunks
 
 
 def page_chunks(chunks: Sequence[Any], tokenizer: Any) -> dict[str, Any]:
@@ -61,24 +61,22 @@ def _without_overlap(parts: list[str], text: str) -> str:
 
 
 def table_items(chunks: Sequence[Any], methods: dict[int, str]) -> list[dict[str, Any]]:
-    """One item per (page, table): id, shape, summary and markdown (``methods``: page -> extraction)."""
-    tables: dict[tuple[int, int], list[Any]] = {}
-    for chunk in chunks:
-        if chunk.kind == "table":
-            tables.setdefault((chunk.page, chunk.table_index), []).append(chunk)
+    """One item per (page, table): id, shape, summary and markdown (``methods``: page -> extraction),
+    and the table as extracted (header, cells, caption, section), as the Chunk Explorer shows it."""
+    by_id = {c.chunk_id: c for c in chunks}
     items = []
-    for (page, index), parts in sorted(tables.items()):
-        header, rows = [], []
-        for part in sorted(parts, key=lambda c: (c.row_start, c.position)):
-            part_header, part_rows = parse_markdown_table(part.text)
-            header = header or list(part_header)
-            rows += [list(r) for r in part_rows]
-        markdown = _markdown(header, rows) if header or rows else parts[0].text
-        items.append({"table_id": f"p{page}-t{index}", "page": page, "table_index": index,
+    for table in tables_from_chunks(chunks):
+        header, rows = list(table.header), [list(r) for r in table.rows]
+        first = by_id[table.chunk_ids[0]]
+        markdown = _markdown(header, rows) if header or rows else first.text
+        items.append({"table_id": f"p{table.page}-t{table.table_index}", "page": table.page,
+                      "table_index": table.table_index,
                       "table_type": "table" if header or rows else "summary",
                       "rows": len(rows), "cols": len(header) or max((len(r) for r in rows), default=0),
-                      "extraction_method": methods.get(page, ""), "table_summary": _summary(parts[0], header),
-                      "table_markdown": markdown, "chunk_ids": [c.chunk_id for c in parts]})
+                      "extraction_method": methods.get(table.page, ""),
+                      "table_summary": _summary(first, header), "table_markdown": markdown,
+                      "header": header, "cells": rows, "caption": table.caption, "section": table.section,
+                      "chunk_ids": list(table.chunk_ids)})
     return items
 
 

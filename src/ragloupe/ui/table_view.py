@@ -9,29 +9,22 @@ so "**bold**", "<b>" or "[x](http://...)" in a cell stay visible characters.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 import streamlit as st
 
 from ragloupe.models import Chunk
-from ragloupe.table_chunks import parse_markdown_table
+from ragloupe.table_chunks import ChunkedTable, parse_markdown_table, tables_from_chunks
 from ragloupe.ui.text import highlight_html
 
 KINDS = ("text", "table")
+_PAGE_DPI = 80  # the page picture beside its tables: enough to read a table's figures
 
 
 def table_frame(chunk: Chunk) -> pd.DataFrame:
     """The cells of a table chunk as a DataFrame (column names made unique and non-empty)."""
-    header, rows = parse_markdown_table(chunk.text)
-    width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
-    names, seen = [], {}
-    for i in range(width):
-        name = header[i] if i < len(header) and header[i] else f"column {i + 1}"
-        seen[name] = seen.get(name, 0) + 1
-        names.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
-    body = [list(r) + [""] * (width - len(r)) for r in rows]
-    return pd.DataFrame(body, columns=names, dtype=str)
+    return cells_frame(*parse_markdown_table(chunk.text))
 
 
 def table_preamble(chunk: Chunk) -> str:
@@ -81,3 +74,58 @@ def method_label(method: str, confidence: float | None) -> str:
     if method == "pdfminer":
         return "pdfminer (fallback or tables)"
     return method or "—"
+
+
+def cells_frame(header: Sequence[str], rows: Sequence[Sequence[str]]) -> pd.DataFrame:
+    """Cells as a DataFrame of strings, column names made unique and non-empty."""
+    width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
+    names, seen = [], {}
+    for i in range(width):
+        name = header[i] if i < len(header) and header[i] else f"column {i + 1}"
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    body = [list(r) + [""] * (width - len(r)) for r in rows]
+    return pd.DataFrame(body, columns=names, dtype=str)
+
+
+def page_picture(path: str, page: int):
+    """The PDF page as printed (a PIL image), or None when the file cannot be drawn."""
+    try:
+        import pypdfium2
+
+        document = pypdfium2.PdfDocument(path)
+        try:
+            return document[page - 1].render(scale=_PAGE_DPI / 72).to_pil()
+        finally:
+            document.close()
+    except Exception:  # a moved or unreadable file: the tables are still shown
+        return None
+
+
+def page_beside_tables(path: str, page: int, chunks: list[Chunk]) -> None:
+    """The page as printed on the left, each table on it as extracted (all its rows) on the right,
+    so a mis-read table shows at a glance."""
+    tables = [t for t in tables_from_chunks(chunks) if t.header or t.rows]
+    left, right = st.columns(2)
+    with left:
+        st.subheader("The page as printed")
+        picture = page_picture(path, page) if path.lower().endswith(".pdf") else None
+        if picture is None:
+            st.caption("The page cannot be drawn (not a PDF, or the file has moved).")
+        else:
+            st.image(picture, width="stretch")
+    with right:
+        st.subheader(f"Its tables as extracted ({len(tables)})")
+        for table in tables:
+            _show_table(table)
+        if not tables:
+            st.caption("No table was found on this page.")
+
+
+def _show_table(table: ChunkedTable) -> None:
+    lines = [f"Table {table.table_index + 1}" + (f": {table.caption}" if table.caption else "")]
+    if table.section:
+        lines.append(f"Section: {table.section}")
+    st.text("\n".join(lines))
+    st.caption(f"{len(table.rows)} rows × {len(table.header)} columns, from {len(table.chunk_ids)} chunks")
+    st.dataframe(cells_frame(table.header, table.rows), hide_index=True, width="stretch")
