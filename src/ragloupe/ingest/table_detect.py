@@ -54,6 +54,7 @@ def find_candidates(page) -> list[Candidate]:
     from ragloupe.ingest.tables import figure_blocks
 
     plots = _plot_strokes(page)
+    words = _PageWords(page)
     found: list[Candidate] = []
     for table in page.find_tables():
         if _inside_count(table.bbox, plots) >= _MIN_PLOT_STROKES:
@@ -62,18 +63,18 @@ def find_candidates(page) -> list[Candidate]:
         if _has_grid(rows) and not _stacked_rows(rows):
             found.append(Candidate(table.bbox, rows, "ruled"))
         elif len(rows) >= 2:  # ruled around its rows, not between its columns: read its words
-            _add_read(found, page, table, "partly ruled")
+            _add_read(found, page, table, "partly ruled", words)
     for table in page.find_tables(_ROW_RULED):
         if not _overlaps_any(table.bbox, found) and _inside_count(table.bbox, plots) < _MIN_PLOT_STROKES:
-            _add_read(found, page, table, "row-ruled")
+            _add_read(found, page, table, "row-ruled", words)
     if not found:
         found = [Candidate(bbox, rows, "unruled") for bbox, rows in figure_blocks(page)]
     return sorted(found, key=lambda c: (round(c.bbox[1]), c.bbox[0]))
 
 
-def _add_read(found: list[Candidate], page, table, kind: str) -> None:
+def _add_read(found: list[Candidate], page, table, kind: str, page_words: "_PageWords") -> None:
     """Read a table's cells from its words, its rows from its rules; kept if it is a grid."""
-    words = _words_touching(page, table.bbox)
+    words = _words_touching(page_words.all(), table.bbox)
     if running_text_share(words, table.bbox[2] - table.bbox[0]) > _MAX_RUNNING_TEXT:
         return
     rows = read_grid(words, [row.bbox[1] for row in table.rows] + [table.rows[-1].bbox[3]])
@@ -99,12 +100,24 @@ def _inside_count(bbox, boxes) -> int:
                if a0 >= x0 - 1 and a1 <= x1 + 1 and atop >= top - 1 and abottom <= bottom + 1)
 
 
-def _words_touching(page, bbox) -> list[dict]:
+class _PageWords:
+    """The page's words, extracted once and only when a candidate needs them."""
+
+    def __init__(self, page):
+        self.page, self.words = page, None
+
+    def all(self) -> list[dict]:
+        if self.words is None:
+            self.words = self.page.extract_words()
+        return self.words
+
+
+def _words_touching(page_words: list[dict], bbox) -> list[dict]:
     """The page's words inside ``bbox`` vertically and overlapping it horizontally, with the
     words that run on from them on their line (a header wider than the column of figures that
     made the table's edge: "Change" then "%")."""
     x0, top, x1, bottom = bbox
-    inside = sorted((w for w in page.extract_words() if top <= (w["top"] + w["bottom"]) / 2 <= bottom),
+    inside = sorted((w for w in page_words if top <= (w["top"] + w["bottom"]) / 2 <= bottom),
                     key=lambda w: (round(w["top"]), w["x0"]))
     kept = [w for w in inside if w["x1"] > x0 and w["x0"] < x1]
     for word in inside:
