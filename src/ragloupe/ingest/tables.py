@@ -1,18 +1,20 @@
 """Tables on PDF pages: found with pdfplumber in the extraction child, tidied here.
 
-In the child (``looks_tabular``, ``extract_tables``): a page whose text looks
-tabular (several lines made mostly of figures) is opened with pdfplumber.
-Ruled tables are found from their lines; failing that, columns are found
-from the alignment of words, and such a candidate is kept only when it
-really is a table of figures: pdfplumber's text strategy otherwise slices
-ordinary running text into fake columns ("Financial Perform" | "ance and").
-The table's region is then cut out of the page's prose, so no cell is
-indexed twice, and the line above it is kept as its caption.
+In the child: ``looks_tabular`` decides from pypdf's reading whether a page
+is worth opening with pdfplumber (it draws rules, or has lines of numbers);
+``extract_within`` runs ``extract_tables`` under the page's time share.
+Candidates come from table_detect.py (ruled, row-ruled, then unruled tables
+of figures, ``figure_blocks`` here: pdfplumber's text strategy, kept only
+when it really is a table of figures, since it otherwise slices running
+text into fake columns, "Financial Perform" | "ance and"). Each table's
+region is cut out of the page's prose, so no cell is indexed twice, and the
+line above it is kept as its caption.
 
 In the parent (pure): ``table_from_raw`` turns cell rows into a Table with
-one header row (stacked header rows joined per column, cells a merged header
-spans filled in), and ``carry_headers`` gives a table that runs on from the
-previous page that page's header.
+its header rows as printed and one joined header row (stacked header rows
+joined per column, cells a merged header spans filled in), and
+``carry_headers`` gives a table that runs on from the previous page that
+page's header.
 """
 
 from __future__ import annotations
