@@ -81,8 +81,11 @@ def ragloupe_tables(pdf: Path) -> tuple[list[GridTable], int]:
 
 
 def printed_rows(table) -> list:
-    """A ragloupe Table as printed: its stacked header rows (or its one header row), then its body."""
-    header_rows = list(getattr(table, "header_rows", ())) or ([table.header] if table.header else [])
+    """A ragloupe Table as printed: its stacked header rows, then its body (a table continued
+    from the previous page prints no header: the one it carries is the previous page's)."""
+    header_rows = list(table.header_rows)
+    if not header_rows and table.header and not table.continued:
+        header_rows = [table.header]
     return header_rows + list(table.rows)
 
 

@@ -45,7 +45,8 @@ _TEXT_STRATEGY = {"vertical_strategy": "text", "horizontal_strategy": "text",
 # body cells are figures; prose cut into columns scores near zero.
 _MIN_VALUE_SHARE_OF_COLUMN = 0.6
 _LINE_TOLERANCE = 3  # points: words this close vertically sit on one line
-_CAPTION_GAP = 40  # points above a table searched for its caption
+_CAPTION_GAP = 40  # points above a table searched for its caption (up to three lines)
+_FIGURE_NAME = re.compile(r"^(?:Figure|Fig\.|Chart|Graph|Diagram|Map)\s*[\dA-Z]", re.IGNORECASE)
 _TABLE_NAME = re.compile(r"\b(?:Table|Exhibit|Schedule)\s+[\dA-Z]+\b")
 
 
@@ -135,8 +136,13 @@ def extract_tables(page) -> PageTables:
     prose_page = page
     tables = []
     for candidate in candidates:
-        tables.append(RawTable(candidate.rows, candidate.bbox, _caption_above(page, candidate.bbox)))
+        caption = _caption_above(page, candidate.bbox)
+        if _FIGURE_NAME.match(caption):
+            continue  # "Figure 1: Population by age group": a chart whose bars made a grid
+        tables.append(RawTable(candidate.rows, candidate.bbox, caption))
         prose_page = prose_page.outside_bbox(_clip(candidate.bbox, page))
+    if not tables:
+        return PageTables([], "")
     return PageTables(tables, prose_page.extract_text() or "")
 
 
@@ -289,16 +295,20 @@ def _clip(bbox, page) -> tuple[float, float, float, float]:
 
 
 def _caption_above(page, bbox) -> str:
-    """The last line of text just above the table, if there is one."""
+    """The caption just above the table: from the nearest line naming a table or figure
+    ("Table 4: ...", "Figure 1: ...", a caption wrapped over up to three lines), else the
+    last line of text above it."""
     top = bbox[1]
     if top <= page.bbox[1] + 1:
         return ""
     above = page.within_bbox((page.bbox[0], max(page.bbox[1], top - _CAPTION_GAP), page.bbox[2], top))
-    lines = [line.strip() for line in (above.extract_text() or "").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    named = _TABLE_NAME.search(lines[-1])  # "... as shown below. Table 4: Targets" -> "Table 4: Targets"
-    return lines[-1][named.start():] if named else lines[-1]
+    lines = [line.strip() for line in (above.extract_text() or "").splitlines() if line.strip()][-3:]
+    for i in range(len(lines) - 1, -1, -1):
+        # "... as shown below. Table 4: Targets" -> "Table 4: Targets"
+        named = _TABLE_NAME.search(lines[i]) or _FIGURE_NAME.match(lines[i])
+        if named:
+            return " ".join([lines[i][named.start():], *lines[i + 1:]])
+    return lines[-1] if lines else ""
 
 
 # --------------------------------------------------------------- in the parent
