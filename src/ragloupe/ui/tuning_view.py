@@ -137,6 +137,12 @@ def show_report(report) -> None:
         f"Would apply: {'yes' if decision['apply'] else 'no'} — {decision['reason']}")
     if data["replay_check"]["mismatches"]:
         st.warning("The replay differed from search() on: " + ", ".join(data["replay_check"]["mismatches"]))
+    coverage = data.get("coverage")  # tuning reports written before the coverage audit have none
+    if coverage and coverage["warnings"]:
+        st.warning("The gold sets tuned on do not cover their documents evenly (the Gold-set coverage "
+                   "section above explains the audit):")
+        for line in coverage["warnings"]:  # section headings are document text: plain text only
+            st.text(line)
 
 
 def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], store, embedder) -> None:
