@@ -10,6 +10,7 @@ import pytest
 from pdf_factory import write_text_pdf
 
 from ragloupe.cli import main
+from ragloupe.cli import tune_cmd
 from ragloupe.evaluate import tuning as T
 from ragloupe.evaluate.tune_indexes import SCRATCH_DIR
 from ragloupe.index.manifest import Manifest
@@ -134,13 +135,13 @@ def test_applying_another_chunking_says_the_index_needs_a_rebuild(tmp_path):
                                             "in_sample_best": {"config": chosen.as_dict()},
                                             "current": {"config": current.as_dict()}})
     env = tmp_path / ".env"
-    applied, note = T.apply_to_env(report, env)
+    applied, note = tune_cmd.apply_to_env(report, env)
     lines = env.read_text(encoding="utf-8").splitlines()
     assert applied and "RAGLOUPE_CHUNK_TOKENS=384" in lines and "RAGLOUPE_CHUNK_OVERLAP=96" in lines
     assert "ragloupe index --rebuild" in note
     refused = T.TuneReport("tune-doc-test", {**report.data, "decision": {"apply": False, "reason": "no win"}})
     other = tmp_path / "other.env"
-    assert T.apply_to_env(refused, other) == (False, "not applied: no win") and not other.exists()
+    assert tune_cmd.apply_to_env(refused, other) == (False, "not applied: no win") and not other.exists()
 
 
 def test_decision_names_the_rebuild_a_new_chunking_needs():

@@ -10,6 +10,7 @@ import pytest
 
 from ragloupe.cli import main
 from ragloupe.config import PROJECT_ROOT
+from ragloupe.cli import tune_cmd
 from ragloupe.evaluate import tuning as T
 from ragloupe.evaluate.goldset import GoldQuery, load_goldset
 
@@ -88,7 +89,7 @@ def test_apply_refuses_without_a_significant_win(tmp_path):
     env = tmp_path / ".env"
     env.write_text("RAGLOUPE_FUSION=minmax\n", encoding="utf-8")
     config = T.Config.of("bm25", T.get_settings()).as_dict()
-    applied, note = T.apply_to_env(_report(False, config), env)
+    applied, note = tune_cmd.apply_to_env(_report(False, config), env)
     assert not applied and note.startswith("not applied")
     assert env.read_text(encoding="utf-8") == "RAGLOUPE_FUSION=minmax\n"
 
@@ -97,7 +98,7 @@ def test_apply_rewrites_known_lines_and_appends_the_rest(tmp_path):
     env = tmp_path / ".env"
     env.write_text("# mine\nRAGLOUPE_FUSION=minmax\nOLLAMA_BASE_URL=http://x\n", encoding="utf-8")
     config = T.Config.of("hybrid", T.get_settings(), fusion="rrf", rrf_k=30, lexical_rerank=False).as_dict()
-    applied, _ = T.apply_to_env(_report(True, config), env)
+    applied, _ = tune_cmd.apply_to_env(_report(True, config), env)
     lines = env.read_text(encoding="utf-8").splitlines()
     assert applied
     assert lines[:3] == ["# mine", "RAGLOUPE_FUSION=rrf", "OLLAMA_BASE_URL=http://x"]

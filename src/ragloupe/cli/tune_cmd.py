@@ -63,7 +63,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.cli.eval_cmd import BadOption, settings_with
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.tune_indexes import parse_chunking
-    from ragloupe.evaluate.tuning import apply_to_env, tune
+    from ragloupe.evaluate.tuning import tune
 
     settings = settings_with(args.overrides)
     chunking = [v.label() for v in parse_chunking(args.chunking)]  # a bad value fails before any work
@@ -106,7 +106,7 @@ def summary(report) -> dict:
     d = report.data
     keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
             "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
-            "decision", "replay_check", "chunking", "coverage")
+            "families", "selection", "decision", "replay_check", "chunking", "coverage")
     return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys if k in d},
             "timings": report.timings}
 
@@ -143,14 +143,14 @@ def render(report, apply_note: str = "") -> str:
         test = d["versus"][name]["objective"]
         lines.append(f"out-of-fold vs {label}: objective {test['diff']:+.3f} "
                      f"[{_num(test['ci_low'])}, {_num(test['ci_high'])}], p = {test['p_value']:.3f}")
-    lines += chunking_lines(d, report.timings)
+    lines += family_lines(d) + chunking_lines(d, report.timings)
     check = d["replay_check"]
     if check["mismatches"]:
         lines.append(f"warning: the replay differed from search() on {len(check['mismatches'])} of "
                      f"{check['checked']} checks: {', '.join(check['mismatches'])}")
     lines.append(f"would apply: {'yes' if d['decision']['apply'] else 'no'} ({d['decision']['reason']})")
     if not apply_note:
-        from ragloupe.evaluate.tuning import rebuild_note
+        from ragloupe.evaluate.tune_report import rebuild_note
 
         lines += [line for line in rebuild_note(d).splitlines() if line][:1]
     if apply_note:
@@ -190,3 +190,57 @@ def chunking_lines(d: dict, timings: dict) -> list[str]:
 
 def _num(value) -> str:
     return "—" if value is None else f"{value:+.3f}"
+
+
+def family_lines(d: dict) -> list[str]:
+    """Each gold-set family's out-of-fold figures beside BM25 alone, and the selection rule."""
+    families = d.get("families") or {}
+    if not families:
+        return []
+    lines = ["", f"{'family':<22}{'questions':>10}{'Hit@1':>8}{'Hit@3':>8}{'MRR':>8}"
+                 f"{'bm25 Hit@1':>12}{'bm25 MRR':>10}{'vs bm25 (p)':>14}"]
+    for name, row in families.items():
+        oof, bm25, test = row["out_of_fold"], row["bm25_alone"], row["versus_bm25"]["objective"]
+        lines.append(f"{name:<22}{row['n_questions']:>10}{oof['hit@1']['mean']:>8.3f}{oof['hit@3']['mean']:>8.3f}"
+                     f"{oof['mrr']['mean']:>8.3f}{bm25['hit@1']['mean']:>12.3f}{bm25['mrr']['mean']:>10.3f}"
+                     f"{test['diff']:>+8.3f} ({test['p_value']:.2f})")
+    if d.get("selection"):
+        lines.append(f"selection: {d['selection']}")
+    return lines
+
+
+def env_values(config: dict) -> dict[str, str]:
+    """A chosen configuration as .env lines: RAGLOUPE_MODE and one line per knob."""
+    from ragloupe.evaluate.tune_space import KNOBS
+
+    values = {"RAGLOUPE_MODE": str(config["mode"])}
+    for name in (name for name in KNOBS if name in config):
+        value = config[name]
+        values[f"RAGLOUPE_{name.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    return values
+
+
+def apply_to_env(report, env_file: Path | None = None) -> tuple[bool, str]:
+    """Write the chosen settings to .env when the decision allows it; say what happened either way."""
+    from ragloupe.evaluate.tune_report import rebuild_note
+
+    decision = report.data["decision"]
+    env_file = Path(env_file) if env_file else PROJECT_ROOT / ".env"
+    if not decision["apply"]:
+        return False, f"not applied: {decision['reason']}"
+    values = env_values(report.data["in_sample_best"]["config"])
+    lines = env_file.read_text(encoding="utf-8").splitlines() if env_file.is_file() else []
+    written = set()
+    for i, line in enumerate(lines):
+        name = line.split("=", 1)[0].strip()
+        if name in values and not line.lstrip().startswith("#"):
+            lines[i] = f"{name}={values[name]}"
+            written.add(name)
+    missing = [name for name in values if name not in written]
+    if missing:
+        lines.append(f"# chosen by ragloupe tune, run {report.run_id}")
+        lines += [f"{name}={values[name]}" for name in missing]
+    tmp = env_file.with_name(env_file.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(env_file)
+    return True, f"applied to {env_file}: {decision['reason']}" + rebuild_note(report.data)

@@ -132,7 +132,7 @@ def gold_sources(doc_ids: Iterable[str], settings: Settings) -> dict[str, Path]:
     from ragloupe.index.manifest import Manifest
     from ragloupe.ingest.sources import file_sha256
 
-    from ragloupe.evaluate.tuning import TuningError
+    from ragloupe.evaluate.tune_space import TuningError
 
     manifest = Manifest.load(settings)
     sources = {}
@@ -152,7 +152,7 @@ def gold_sources(doc_ids: Iterable[str], settings: Settings) -> dict[str, Path]:
 def scratch_index(settings: Settings, variant: Chunking, sources: dict[str, Path],
                   progress: Callable[[str], None] | None = None) -> VariantIndex:
     """The scratch index of ``variant`` over ``sources``: reused when it still matches, else built anew."""
-    from ragloupe.evaluate.tuning import TuningError
+    from ragloupe.evaluate.tune_space import TuningError
     from ragloupe.index.pipeline import run_index
 
     directory = scratch_dir(settings, variant)

@@ -149,7 +149,7 @@ def candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequence
     The same inputs always give the same rows, so they are kept (by question,
     candidates, engine views and corpus) for the replays of a tuning sweep.
     """
-    key = (id(views), query, analysis is not None, id(periods),
+    key = (id(views), query, analysis, id(periods),
            tuple((c.chunk_id, tuple(sorted((e, v.rank, v.score) for e, v in engines.items())))
                  for c, engines in zip(chunks, per_engine)))
     with _rows_lock:

@@ -55,6 +55,11 @@ class LearnedModel:
         """The kind of unit it was trained to rank: "page" (of a PDF) or "record"."""
         return str(self.fingerprint.get("units", "page"))
 
+    @property
+    def unit_kinds(self) -> frozenset[str]:
+        """Every kind of unit it ranks: a model trained on both says "page+record"."""
+        return frozenset(self.units.split("+"))
+
     def logits(self, rows: np.ndarray) -> np.ndarray:
         return self.intercept + self._standardised(rows) @ self.coef
 
@@ -95,17 +100,21 @@ def _plain(value: float) -> float | int:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def train(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], fingerprint: dict) -> LearnedModel:
+def train(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], fingerprint: dict,
+          weights: Sequence[float] | None = None) -> LearnedModel:
     """Fit the model on questions' candidate rows (one matrix per question) and 0/1 labels.
 
     Classes are balanced (a question has a handful of gold candidates among a
-    hundred or more). The returned model is the one its JSON file holds:
-    rounded, so scoring before and after shipping is the same.
+    hundred or more); ``weights`` (one per question, default 1) weigh its rows.
+    The returned model is the one its JSON file holds: rounded, so scoring
+    before and after shipping is the same.
     """
     from sklearn.linear_model import LogisticRegression
 
+    weights = list(weights) if weights is not None else [1.0] * len(rows)
     X = np.vstack([np.asarray(r, dtype=float) for r in rows if len(r)])
     y = np.concatenate([np.asarray(lab, dtype=int) for lab, r in zip(labels, rows) if len(r)])
+    w = np.concatenate([np.full(len(r), float(q)) for q, r in zip(weights, rows) if len(r)])
     if X.size == 0 or len(set(y.tolist())) < 2:
         raise LearnedModelMismatch("cannot train learned fusion: the training questions have no gold "
                                    "candidate among their engine lists (or nothing else)")
@@ -113,7 +122,7 @@ def train(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], fingerprint:
     scale = X.std(axis=0)
     scale[scale == 0] = 1.0
     fit = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, solver="lbfgs")
-    fit.fit((X - mean) / scale, y)
+    fit.fit((X - mean) / scale, y, sample_weight=None if np.all(w == 1.0) else w)
     model = LearnedModel(tuple(FEATURES), mean, scale, fit.coef_[0], float(fit.intercept_[0]),
                          {**fingerprint, "feature_version": FEATURE_VERSION, "n_rows": int(len(y)),
                           "n_positive": int(y.sum())})
@@ -151,13 +160,18 @@ def from_json(text: str, source: str = "learned model") -> LearnedModel:
 
 def mismatches(model: LearnedModel, settings: Settings) -> list[str]:
     """What differs between the model's fingerprint and what is in force, in words (empty: it fits)."""
+    return mismatches_with(model, assumed_settings(settings))
+
+
+def mismatches_with(model: LearnedModel, in_force: dict) -> list[str]:
+    """mismatches() against the assumed settings (assumed_settings) a fetch ran under."""
     problems = []
     version = model.fingerprint.get("feature_version")
     if version != FEATURE_VERSION or tuple(model.features) != tuple(FEATURES):
         problems.append(f"it was trained on feature version {version} and these features are version "
                         f"{FEATURE_VERSION}")
     assumed = model.fingerprint.get("settings", {})
-    for name, value in assumed_settings(settings).items():
+    for name, value in in_force.items():
         if name in assumed and assumed[name] != value:
             problems.append(f"it assumes {name}={assumed[name]} and {name}={value} is in force")
     return problems

@@ -7,28 +7,23 @@ table writes "1,200" under a "£000" header. A question says "ISO31000"; the
 guidance writes "ISO 31000". This module reads what a question names, in
 one canonical form each, and lists the written variants, so that:
 
-- BM25 can be asked for the variants the index tokenizer produces
-  (``bm25_expansion``);
-- each candidate chunk gets match features (``match_features``) for the
-  learned fusion and the diagnostics;
-- a document's own fiscal period (``document_period``, learned from its
-  text) can be compared with the question's (``period_match``), which is
-  what a person does when they pick the right year's report.
+- BM25 can be asked for the variants the index tokenizer produces (``bm25_expansion``);
+- each candidate chunk gets match features (``match_features``);
+- a document's own fiscal period (``document_period``, from its text) can be
+  compared with the question's (``period_match``), as a person picks a year's report.
 
 Conventions, in one place:
 
 - A fiscal year runs April to March (UK public bodies); ``analyze`` takes
   ``fy_start_month`` for other calendars. A date or a month names the fiscal
   year it falls in: "March 2022" and "31 March 2022" are in 2021/22.
-- "The year ended <date>" is the twelve months ending then: ended 31 March
-  2021 is 2020/21, ended 31 December 2021 is calendar 2021.
+- "The year ended <date>" is the twelve months ending then (31 March 2021: 2020/21).
 - A bare year counts only after a word that makes it the time asked about
   ("in 2021", "during 2021", "for 2021", "FY2021") and names the fiscal year
   ending in it, as the gold sets' ``year_note`` says. "£2021", "2021 staff",
   "ISO 2021" and boundaries ("from 2012", "since 2019") name no period.
-- A question naming two periods ("between 2020/21 and 2021/22", "March 2022
-  compared to March 2021") targets the latest: an annual report shows the
-  prior year beside its own, so the comparison lives in the later report.
+- A question naming two periods ("between 2020/21 and 2021/22") targets the
+  latest: a report shows the prior year beside its own.
 
 Everything here is pure: text in, dataclasses out.
 """
@@ -152,6 +147,7 @@ class QueryAnalysis:
     periods: tuple[PeriodMention, ...] = ()
     amounts: tuple[Quantity, ...] = ()
     codes: tuple[CodeMention, ...] = ()
+    fy_start_month: int = 4  # the month fiscal years start in, as the question was read
 
     @property
     def target_period(self) -> Period | None:
@@ -202,7 +198,7 @@ def analyze(query: str, fy_start_month: int = 4) -> QueryAnalysis:
             continue
         amounts.append(quantity)
     return QueryAnalysis(query=query, periods=tuple(periods), amounts=tuple(amounts),
-                         codes=tuple(codes))
+                         codes=tuple(codes), fy_start_month=int(fy_start_month))
 
 
 def find_periods(text: str, fy_start_month: int = 4,
@@ -411,18 +407,18 @@ def _periods_named_in(text: str, fy_start_month: int) -> frozenset:
 
 
 def match_features(analysis: QueryAnalysis, chunk: Chunk, doc_period: Period | None = None,
-                   fy_start_month: int = 4) -> dict[str, float]:
+                   fy_start_month: int | None = None) -> dict[str, float]:
     """Per-candidate features, every name in FEATURES, each a float (0.0 when not applicable).
 
-    ``doc_period`` is the chunk's document's period (document_period(...).period),
-    when known. Cheap enough to run on every candidate of a query: the
-    chunk's text is scanned with the period and code patterns, and figures are
-    read only when the question names an amount.
+    ``doc_period``: the chunk's document's period, when known. The chunk's periods
+    are read with the question's fiscal year (``fy_start_month`` overrides it).
+    Cheap: figures are read only when the question names an amount.
     """
+    month = analysis.fy_start_month if fy_start_month is None else fy_start_month
     target = analysis.target_period
     period_in_chunk = 0.0
     if target is not None:
-        period_in_chunk = 1.0 if target in _periods_named_in(chunk.text, fy_start_month) else 0.0
+        period_in_chunk = 1.0 if target in _periods_named_in(chunk.text, month) else 0.0
     text = normalise(chunk.text) if analysis.amounts or analysis.codes else ""
     amount_share = 0.0
     if analysis.amounts:

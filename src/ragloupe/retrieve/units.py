@@ -24,6 +24,7 @@ How these signals are fused with the chunk view is ``aggregate.unit_view``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -58,6 +59,16 @@ class UnitIndex:
 
     def __len__(self) -> int:
         return len(self.units)
+
+    @functools.cached_property
+    def held(self) -> frozenset:
+        """The units that have whole-unit signals."""
+        return frozenset(self.units)
+
+    @functools.cached_property
+    def locate(self) -> dict[str, tuple[str, int, str]]:
+        """unit -> (doc_id, page, record_id), for units only the whole-unit signals found."""
+        return {c.chunk_id: (c.doc_id, c.page, c.record_id) for c in self.lexical.chunks}
 
 
 _cache: corpus.ContentCache[UnitIndex] = corpus.ContentCache()
