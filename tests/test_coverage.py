@@ -196,3 +196,25 @@ def test_record_gold_sets_are_worded_as_records():
         GoldQuery(f"q{i}", "question", "guide", expected_records=(str(1 + i % 10),)) for i in range(30)))
     result = C.audit([first_chapter], {"guide": records})
     assert result["flagged"] and all("the gold records" in w and "pages" not in w for w in result["warnings"])
+
+
+def test_train_learned_audits_the_model_it_writes(demo_env, tmp_path, capsys):
+    from ragloupe.cli import main
+    from ragloupe.retrieve import learned
+
+    paths = []
+    for source in GRAMPIAN:  # the first 3 questions of each report: training is the cost here
+        data = json.loads(source.read_text(encoding="utf-8"))
+        data["queries"] = data["queries"][:3]
+        paths.append(tmp_path / source.name)
+        paths[-1].write_text(json.dumps(data), encoding="utf-8")
+    out_file = tmp_path / "model.json"
+    assert main(["tune", *map(str, paths), "--train-learned", "--out", str(out_file), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    audited = out["coverage"]["models"][0]
+    assert audited["label"] == "the model just trained"
+    assert audited["trained_on"] == [p.name.removesuffix(".eval.json") for p in paths]
+    written = learned.feature_weights(learned.from_json(out_file.read_text(encoding="utf-8")))
+    assert [lead["feature"] for lead in audited["leaning"]] == \
+        [lead["feature"] for lead in C.leaning_features(written)]
+    assert not out["coverage"]["pooled"]["page"]["judged"]  # 9 questions: described, not judged
