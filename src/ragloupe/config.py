@@ -181,7 +181,7 @@ class Settings:
     answer_gates: bool = False
     # --- answer checks (/check, /halloumi/generate, ragloupe check) ---
     check_verifier: str = "auto"  # auto (the LLM when one answers, else model-free) | llm | model-free
-    check_evidence: str = "per-claim"  # per-claim (each claim's best excerpts) | whole-sources
+    check_evidence: str = "per-claim"  # per-claim (BM25, then the embedder) | per-claim-bm25 | whole-sources
     check_batch_tokens: int = 1500  # excerpt tokens per verification call (per-claim evidence)
 
     # --- workbench (Streamlit app) ---
@@ -328,7 +328,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "dynamic_cut": ("none", "margin", "threshold"),  # retrieve.cut.RULES
     "llm_backend": ("ollama", "openai", "embedded", "none"),  # generate.llm.BACKENDS
     "check_verifier": ("auto", "llm", "model-free"),  # generate.check.VERIFIERS
-    "check_evidence": ("per-claim", "whole-sources"),  # generate.check.EVIDENCE
+    "check_evidence": ("per-claim", "per-claim-bm25", "whole-sources"),  # generate.check.EVIDENCE
     "projection_method": ("umap", "pca"),  # diagnostics.projections.METHODS
     "table_strategy": ("off", "whole", "rows", "row_blocks", "two_stage"),  # table_chunks.STRATEGIES
     "unit_view": ("none", "records", "all"),  # retrieve.units.VIEWS

@@ -108,7 +108,7 @@ def _run(body: HalloumiRequest, request: Request, claims: bool) -> CheckResult:
     if claims:  # decide once which verifier runs: the model is needed only for the LLM's evidence
         free = use_model_free(settings)
         settings = settings.replace(check_verifier="model-free" if free else "llm")
-        embedder = None if free or settings.check_evidence != "per-claim" else resources.embedder()
+        embedder = None if free or settings.check_evidence == "whole-sources" else resources.embedder()
     result = check(body.answer, sources, settings, batch_size=body.batch_size, claims=claims, embedder=embedder)
     resources.metrics.stages(result.timings, prefix="check_")
     return result

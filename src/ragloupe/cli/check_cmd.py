@@ -53,7 +53,7 @@ def _embedder(settings: Any, args: argparse.Namespace) -> Any:
     """The embedding model re-ranks each claim's evidence when an LLM will verify claims."""
     from ragloupe.generate.check import use_model_free
 
-    if args.no_claims or settings.check_evidence != "per-claim" or use_model_free(settings):
+    if args.no_claims or settings.check_evidence == "whole-sources" or use_model_free(settings):
         return None
     from ragloupe.index.embedder import get_embedder
 

@@ -44,7 +44,7 @@ from ragloupe.generate.llm import LlmClient, get_client
 from ragloupe.models import Chunk
 
 VERIFIERS = ("auto", "llm", "model-free")  # Settings.check_verifier
-EVIDENCE = ("per-claim", "whole-sources")  # Settings.check_evidence
+EVIDENCE = ("per-claim", "per-claim-bm25", "whole-sources")  # Settings.check_evidence
 
 CITED = "cited"
 ALL_SOURCES = "all sources"
@@ -250,7 +250,7 @@ def _with_llm(client: LlmClient, answer: str, citations: Sequence[Any], texts: l
 def _evidence_batches(extracted: Sequence[Any], texts: list[str], settings: Settings, batch_size: int,
                       embedder: Any) -> list[Batch] | None:
     """Per-claim evidence packed into batches (claim_evidence), or None for whole sources."""
-    if settings.check_evidence != "per-claim" or not extracted:
+    if settings.check_evidence == "whole-sources" or not extracted:
         return None
     if embedder is None:  # BM25 order stands; tokens estimated at four characters each
         count: Any = lambda text: -(-len(text) // 4)
@@ -258,7 +258,7 @@ def _evidence_batches(extracted: Sequence[Any], texts: list[str], settings: Sett
     else:
         tokenizer = embedder.tokenizer
         count = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
-        embed = embedder.encode
+        embed = embedder.encode if settings.check_evidence == "per-claim" else None  # per-claim-bm25: BM25 alone
     excerpts = evidence_for_claims([c.text for c in extracted], texts, embed)
     return pack_batches(excerpts, count, settings.check_batch_tokens, batch_size)
 
