@@ -235,3 +235,24 @@ def test_prefer_tables_lifts_table_chunks_only_for_questions_that_ask_for_a_figu
 
     assert table_score(figure_question, True) == pytest.approx(1.5 * table_score(figure_question, False))
     assert table_score(word_question, True) == pytest.approx(table_score(word_question, False))
+
+
+def test_prefer_tables_boosts_only_tables_in_the_allowed_sections(table_index):
+    import re
+
+    from ragloupe.errors import SettingsInvalid
+    from ragloupe.retrieve.search import search
+
+    question = "How much was the non-core revenue in 2023?"
+
+    def table_hit(**overrides):
+        ranking = search(question, mode="dense", k=5, settings=table_index, prefer_tables_boost=0.5, **overrides)
+        return next(h for h in ranking.hits if h.chunk.kind == "table")
+
+    plain = table_hit(prefer_tables=False)
+    allowed = table_hit(prefer_tables=True, prefer_tables_sections=f"^{re.escape(plain.chunk.section)}$")
+    elsewhere = table_hit(prefer_tables=True, prefer_tables_sections="^no such section$")
+    assert allowed.score == pytest.approx(1.5 * plain.score)
+    assert elsewhere.score == pytest.approx(plain.score)
+    with pytest.raises(SettingsInvalid, match="regular expression"):
+        search(question, settings=table_index, prefer_tables_sections="(unclosed")

@@ -55,6 +55,7 @@ class ReplayConfig:
     unit_weight_dense: float
     fiscal_year_start_month: int
     device: str  # where a cross-encoder reranker runs (auto, cpu, cuda, mps)
+    prefer_tables_sections: str = ""  # a regex: only tables in the sections it finds are preferred
 
     @classmethod
     def of(cls, settings, mode: str | None = None, k: int | None = None) -> "ReplayConfig":
@@ -117,7 +118,7 @@ def _after_fusion(plan: ModePlan, candidates: Candidates, fused: list["_Candidat
         with timed(timings, "period"):
             fused = _prefer_period(candidates.analysis, fused, candidates.periods or {}, config.period_boost)
     if config.prefer_tables and prefer_tables.asks_for_figure(candidates.search_text):
-        fused = _prefer_tables(fused, config.prefer_tables_boost)
+        fused = _prefer_tables(fused, config.prefer_tables_boost, config.prefer_tables_sections)
     with timed(timings, "aggregate"):
         hits = _finish(fused)
         cut_at = cut.cut_position([h.score for h in hits], config.dynamic_cut, config.dynamic_cut_value)
@@ -290,9 +291,12 @@ def _prefer_period(analysis: query_analysis.QueryAnalysis, fused: list[_Candidat
     return sorted(fused, key=lambda c: -c.score)
 
 
-def _prefer_tables(fused: list[_Candidate], boost: float) -> list[_Candidate]:
-    """Table chunks' scores times (1 + boost), then a stable re-sort (see prefer_tables.py)."""
-    scores = prefer_tables.boosted([c.score for c in fused], [c.hit.chunk.kind for c in fused], boost)
+def _prefer_tables(fused: list[_Candidate], boost: float, sections: str = "") -> list[_Candidate]:
+    """Table chunks' scores (in the allowed sections) times (1 + boost), then a stable re-sort
+    (see prefer_tables.py)."""
+    kinds = [c.hit.chunk.kind if prefer_tables.in_allowed_section(c.hit.chunk.section, sections) else "text"
+             for c in fused]
+    scores = prefer_tables.boosted([c.score for c in fused], kinds, boost)
     for candidate, score in zip(fused, scores):
         candidate.score = score
     return sorted(fused, key=lambda c: -c.score)
