@@ -4,7 +4,7 @@ Fixtures
 --------
 isolated_dirs (autouse, function)
     Points RAGLOUPE_INDEX_DIR / RAGLOUPE_RUNS_DIR / RAGLOUPE_RAW_DIR /
-    RAGLOUPE_LOGS_DIR at fresh directories under the test's tmp_path, and
+    RAGLOUPE_LOGS_DIR / RAGLOUPE_COLLECTIONS_DIR at fresh directories under the test's tmp_path, and
     blanks CHROMA_HOST, so no test ever reads or writes the user's data/ and
     nothing reaches for a Chroma server by accident. Returns the dict of paths.
 
@@ -65,6 +65,7 @@ _DIR_VARS = {
     "runs_dir": "RAGLOUPE_RUNS_DIR",
     "raw_dir": "RAGLOUPE_RAW_DIR",
     "logs_dir": "RAGLOUPE_LOGS_DIR",
+    "collections_dir": "RAGLOUPE_COLLECTIONS_DIR",  # named collections (ragloupe.collections)
 }
 
 

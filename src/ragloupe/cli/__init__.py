@@ -23,8 +23,8 @@ from ragloupe.logs import log_exception, warnings_to_log  # noqa: E402
 
 # Modules that add subcommands: each has register(subparsers) and sets
 # `handler` on its parsers: handler(args) -> CommandResult.
-COMMAND_MODULES = ("index_cmd", "search_cmd", "eval_cmd", "goldset_cmd", "answer_cmd", "tune_cmd", "check_cmd",
-                   "serve_cmd", "doctor_cmd")
+COMMAND_MODULES = ("index_cmd", "search_cmd", "eval_cmd", "goldset_cmd", "answer_cmd", "chat_cmd", "tune_cmd",
+                   "check_cmd", "serve_cmd", "doctor_cmd", "collections_cmd")
 
 
 class CommandResult:
@@ -48,7 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    # --collection NAME before the subcommand or after it (SUPPRESS: a subcommand's absent flag
+    # must not overwrite the one given before it).
+    parser.add_argument("--collection", default=None, metavar="NAME", help=COLLECTION_HELP)
+    for subparser in sub.choices.values():
+        subparser.add_argument("--collection", default=argparse.SUPPRESS, metavar="NAME", help=COLLECTION_HELP)
     return parser
+
+
+COLLECTION_HELP = "work on this named collection (default: RAGLOUPE_COLLECTION); `ragloupe collections list`"
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +94,10 @@ def check_settings() -> None:
 
 def run(handler: Callable[[argparse.Namespace], CommandResult], args: argparse.Namespace) -> int:
     try:
+        if getattr(args, "collection", None):
+            from ragloupe.config import select_collection
+
+            select_collection(args.collection)
         check_settings()
         with warnings_to_log():
             result = handler(args)

@@ -52,7 +52,7 @@ SCOPES = ("doc", "all")
 RANKED_IN_REPORT = 10  # units listed per query in the report (beyond the largest k when it is smaller)
 # Settings that say where things are or hold secrets: not part of what a run measured.
 _UNREPORTED_SETTINGS = {"raw_dir", "index_dir", "runs_dir", "benchmarks_dir", "models_dir", "logs_dir",
-                        "goldsets_dir", "openai_api_key"}
+                        "collections_dir", "goldsets_dir", "openai_api_key"}
 
 SearchFn = Callable[..., Ranking]
 ReportT = TypeVar("ReportT", bound="Report")

@@ -1,0 +1,93 @@
+"""`ragloupe chat` as a person meets it: a real process reading its stdin (and a real pty for
+Ctrl+C), over the demo index, with a local server speaking Ollama's protocol as the LLM."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+
+from llm_server import FakeLlmServer, chat_reply, prompt_of
+from ragloupe.config import PROJECT_ROOT
+from ragloupe.generate.conversation import STANDALONE_SYSTEM
+
+RAGLOUPE = [sys.executable, "-c", "import sys; from ragloupe.cli import main; sys.exit(main())"]
+FIRST = "What was the Core Revenue Resource Limit for 2020/21?"
+FOLLOW_UP = "And what was the outturn against it?"
+STANDALONE = "What was the outturn against the Core Revenue Resource Limit for 2020/21?"
+FIRST_ANSWER = "The Core Revenue Resource Limit was £1,278,771 thousand [1]. Remembered-phrase-7731."
+
+
+def _env(demo_env, url: str = "http://127.0.0.1:9") -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(PROJECT_ROOT / "src"), RAGLOUPE_LLM_BACKEND="ollama",
+                OLLAMA_BASE_URL=url, RAGLOUPE_OLLAMA_MODEL="fake-model",
+                RAGLOUPE_INDEX_DIR=str(demo_env.path("index_dir")))
+
+
+def _llm(path: str, request: dict):
+    """The rewrite call gets the standalone question; answer calls get an answer with a marker."""
+    if request["messages"][0]["content"] == STANDALONE_SYSTEM:
+        return chat_reply(path, STANDALONE)
+    if FOLLOW_UP in prompt_of(request) or STANDALONE in prompt_of(request):
+        return chat_reply(path, "The outturn was £1,278,002 thousand [1].")
+    return chat_reply(path, FIRST_ANSWER)
+
+
+def test_a_follow_up_is_searched_with_the_history_but_answered_from_the_passages_alone(demo_env):
+    with FakeLlmServer(_llm) as llm:
+        done = subprocess.run(RAGLOUPE + ["chat", "--doc", "Grampian-2020-2021", "--k", "3", "--mode", "bm25"],
+                              input=f"{FIRST}\n/sources\n{FOLLOW_UP}\n", capture_output=True, text=True,
+                              env=_env(demo_env, llm.url), cwd=PROJECT_ROOT, timeout=240)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Remembered-phrase-7731" in out and "The outturn was £1,278,002 thousand [1]." in out
+    assert "sources of the last answer" in out and "*[1] Grampian-2020-2021, page" in out
+    assert f"(searched as: {STANDALONE})" in out
+    # The input ended without /quit: the session still ends cleanly.
+    assert out.rstrip().endswith("bye (2 questions asked)") and "Traceback" not in done.stderr
+    calls = [(r["messages"][0]["content"], prompt_of(r)) for _, r in llm.requests]
+    rewrites = [prompt for system, prompt in calls if system == STANDALONE_SYSTEM]
+    answers = [prompt for system, prompt in calls if system != STANDALONE_SYSTEM]
+    assert len(rewrites) == 1 and FIRST in rewrites[0] and "Remembered-phrase-7731" in rewrites[0]
+    assert len(answers) == 2 and STANDALONE in answers[1]
+    # History is never evidence: the earlier answer is not in the prompt the follow-up is answered from.
+    assert "Remembered-phrase-7731" not in answers[1]
+
+
+def test_help_and_quit_need_no_model_and_an_unknown_command_is_named(demo_env):
+    done = subprocess.run(RAGLOUPE + ["chat"], input="/help\n/frobnicate\n/quit\nnever read\n",
+                          capture_output=True, text=True, env=_env(demo_env), cwd=PROJECT_ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "/sources" in done.stdout and "unknown command /frobnicate: /help lists them" in done.stdout
+    assert done.stdout.rstrip().endswith("bye (0 questions asked)")
+
+
+def test_ctrl_c_at_the_prompt_leaves_cleanly(demo_env):
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: ragloupe chat on the pty, which is its controlling terminal
+        env = _env(demo_env)
+        os.execve(RAGLOUPE[0], RAGLOUPE + ["chat"], env)
+    output = _read_until(fd, b"you> ", timeout_s=60)
+    assert b"you> " in output, output
+    os.write(fd, b"\x03")  # Ctrl+C, turned into SIGINT by the terminal
+    output += _read_until(fd, b"bye", timeout_s=30)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, output)
+    assert b"bye (0 questions asked)" in output and b"Traceback" not in output
+
+
+def _read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout_s
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:  # the child closed the pty
+                break
+    return seen
+
