@@ -212,6 +212,29 @@ def test_document_search_can_answer_with_the_llm(api):
     assert data["screen"]["verdict"] in {"NOT_CONTRADICTED", "UNSUPPORTED", "MISATTRIBUTED", "DERIVED"}
 
 
+def test_a_cited_page_carries_links_that_open_the_indexed_file_at_that_page(api):
+    import hashlib
+    import struct
+
+    from ragloupe.index.manifest import Manifest
+
+    data = api.client.post(f"/api/v1/docs/{DOC}/search", json={"question": "What was the Core Revenue Resource Limit?",
+                                                               "k": 3, "include_generated_answer": True}).json()
+    citation = data["answer"]["citations"][0]
+    page = citation["page"]
+    assert citation["link"] == f"/api/v1/docs/{DOC}/file#page={page}"
+    assert data["generated_citations"][0]["page_image"] == f"/api/v1/docs/{DOC}/pages/{page}/image"
+    pdf = api.client.get(citation["link"].split("#")[0])
+    entry = Manifest.load(api.settings).documents[DOC]
+    assert pdf.headers["content-type"] == "application/pdf"
+    assert hashlib.sha256(pdf.content).hexdigest() == entry.sha256
+    image = api.client.get(citation["page_image"], params={"width": 400})
+    assert image.headers["content-type"] == "image/png" and image.content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">I", image.content[16:20])[0] == 400  # the PNG's own width field
+    missing = api.client.get(f"/api/v1/docs/{DOC}/pages/9999/image")
+    assert missing.status_code == 404 and "has no page 9999" in missing.json()["error"]
+
+
 def test_rank_orders_every_document_by_its_best_chunk(api):
     data = api.client.post("/api/v1/docs/rank", json={"question": "natech accidents triggered by floods and earthquakes"}).json()
     assert data["total_docs"] == 4 and [i["rank"] for i in data["items"]] == [1, 2, 3, 4]

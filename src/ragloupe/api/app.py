@@ -41,7 +41,7 @@ STATUS: tuple[tuple[type[RagloupeError], int], ...] = (
 def create_app(settings: Settings, warm: bool = False) -> FastAPI:
     """The application; ``warm`` loads the model, the index and BM25 in the background at start,
     so the first search does not pay for them (`ragloupe serve` asks for it)."""
-    from ragloupe.api import checks, documents, indexing, runs, search, system
+    from ragloupe.api import checks, documents, indexing, pages, runs, search, system
 
     resources = Resources(settings)
 
@@ -55,7 +55,7 @@ def create_app(settings: Settings, warm: bool = False) -> FastAPI:
                   lifespan=lifespan,
                   description="Search, documents, indexing, evaluation runs and answer checks over HTTP.")
     app.state.resources = resources
-    for module in (system, checks, search, documents, indexing, runs):
+    for module in (system, checks, search, documents, pages, indexing, runs):
         app.include_router(module.router)
     _mount_docs(app)
     app.add_exception_handler(RequestValidationError, _invalid_request)
@@ -70,9 +70,10 @@ def status_for(exc: RagloupeError) -> int:
     from ragloupe.api.documents import UnknownDocument
     from ragloupe.api.indexing import UnknownJob, UploadRefused, UploadTooLarge
     from ragloupe.evaluate.compare import RunsNotComparable
+    from ragloupe.ingest.source_pages import SourceUnavailable
     from ragloupe.retrieve.search import InvalidSearch
 
-    table = STATUS + ((UnknownDocument, 404), (UnknownJob, 404), (UploadRefused, 403), (UploadTooLarge, 413), (TooManySources, 422),
+    table = STATUS + ((UnknownDocument, 404), (SourceUnavailable, 404), (UnknownJob, 404), (UploadRefused, 403), (UploadTooLarge, 413), (TooManySources, 422),
                       (InvalidSearch, 422), (RunsNotComparable, 422))
     return next((status for kind, status in table if isinstance(exc, kind)), 400)
 

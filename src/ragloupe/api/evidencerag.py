@@ -117,6 +117,7 @@ def generation(question: str, ranking: Any, resources: Any,
     ``gates`` turns the gates before generation on or off for this answer (default: the
     setting); a failed gate is status "gated": no LLM call, the answer withheld, its gates
     and passages in ``answer``."""
+    from ragloupe.api.pages import citation_links
     from ragloupe.generate.answer import answer
     from ragloupe.generate.groundedness import screen_answer
 
@@ -139,7 +140,8 @@ def generation(question: str, ranking: Any, resources: Any,
     written = [c for c in result.citations]
     valid = [c for c in written if c.passage is not None]
     cited = [{"chunk_id": result.passages[c.passage - 1].chunk.chunk_id, "page": c.page
-              or result.passages[c.passage - 1].chunk.page} for c in valid]
+              or result.passages[c.passage - 1].chunk.page, **citation_links(c.doc_id, c.page, c.record_id)}
+             for c in valid]
     status = "insufficient_evidence" if result.not_in_context or not valid else "ok"
     latency = round(1000 * (time.perf_counter() - started), 3)
     debug.update(status=status, model=result.model, latency_ms=latency, citations_parsed=len(written),
@@ -149,7 +151,10 @@ def generation(question: str, ranking: Any, resources: Any,
     confidence = len(valid) / len(written) if written and status == "ok" else None
     fields = _generated(result.text if status == "ok" else None, cited if status == "ok" else [], status,
                         confidence, debug)
-    return fields, {"answer": result.as_dict(), "screen": screen_answer(result).as_dict()}
+    answer_data = result.as_dict()
+    for citation in answer_data["citations"]:  # a link a client can follow to the cited page
+        citation.update(citation_links(citation["doc_id"], citation["page"], citation["record_id"]))
+    return fields, {"answer": answer_data, "screen": screen_answer(result).as_dict()}
 
 
 def _generated(text: str | None, citations: list, status: str, confidence: float | None,
