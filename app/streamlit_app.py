@@ -22,6 +22,7 @@ bootstrap_environment()
 import streamlit as st  # noqa: E402
 
 from ragloupe.ui.navigation import PAGES, page_file  # noqa: E402
+from ragloupe.ui.sidebar import sidebar_controls  # noqa: E402
 
 ICON = PROJECT_ROOT / "assets" / "favicon.png"  # local: a material icon is fetched from Google
 
@@ -39,6 +40,7 @@ for position, page in enumerate(PAGES):
         url_path=page.name, default=position == 0))
 navigation = st.navigation(sections)
 st.sidebar.caption("ragloupe · a loupe on retrieval-augmented generation")
+sidebar_controls()  # the collection and the examiner view, for every page
 for line in setting_warnings():  # a misspelt RAGLOUPE_* name would otherwise be silently ignored
     st.sidebar.warning(line)
 navigation.run()

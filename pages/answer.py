@@ -5,9 +5,11 @@ import pandas as pd
 import streamlit as st
 
 from ragloupe.ui import state
+from ragloupe.ui.answer_view import show_cited_page, show_history, show_withheld
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_embedder, get_store, index_documents
 from ragloupe.ui.guard import page_errors
+from ragloupe.ui.sidebar import examiner
 from ragloupe.ui.text import highlight_html, spans_html
 from ragloupe.ui.widgets import chunk_label, chunk_metadata, run_with_elapsed
 
@@ -23,17 +25,17 @@ BACKEND_NAMES = {"ollama": "Ollama", "openai": "OpenAI-compatible server",
 with page_errors():
     index_notice()
     from ragloupe.diagnostics.system import llm_status
-    from ragloupe.errors import LlmUnavailable
-    from ragloupe.generate.answer import answer
+    from ragloupe.generate.conversation import Conversation
     from ragloupe.generate.evidence import citation_evidence
     from ragloupe.generate.groundedness import screen_answer
     from ragloupe.generate.llm import BACKENDS
-    from ragloupe.retrieve.search import MODES, search
+    from ragloupe.retrieve.search import MODES
 
     base = current_settings()
     documents = index_documents(base)
+    reader = examiner()
     state.keep(PAGE, {"question": "", "mode": base.mode if base.mode in MODES else MODES[0],
-                      "k": base.top_k, "docs": [],
+                      "k": base.top_k, "docs": [], "gates": base.answer_gates,
                       "backend": base.llm_backend if base.llm_backend in BACKENDS else "none"})
     state.restrict(PAGE, "docs", documents)
     backend = st.selectbox("LLM backend", BACKENDS, key=f"{PAGE}.backend",
@@ -42,33 +44,48 @@ with page_errors():
     settings = base.replace(llm_backend=backend)
     reachable, message = llm_status(settings)
     (st.caption if reachable else st.warning)(f"LLM: {message}")
+    gates = st.toggle("Gates before generation", key=f"{PAGE}.gates",
+                      help="Answer only from passages that map to indexed pages and whose figures agree; "
+                           "otherwise say which gate failed, with no LLM call (RAGLOUPE_ANSWER_GATES).")
+    settings = settings.replace(answer_gates=gates)
+    # One conversation per collection: nothing asked of one collection is history for another.
+    conversation = st.session_state.setdefault(f"_{PAGE}.conversation.{settings.collection}",
+                                               Conversation(settings))
+    shown = state.result(PAGE) or {}
+    shown = shown if shown.get("collection") == settings.collection else {}
+    show_history(conversation.turns[:-1] if shown else conversation.turns)
     with st.form("ask"):
-        question = st.text_input("Question", key=f"{PAGE}.question")
+        question = st.text_input("Question", key=f"{PAGE}.question",
+                                 help="A follow-up may refer to the conversation above.")
         mode_col, k_col, docs_col = st.columns([1, 1, 2])
         mode = mode_col.selectbox("Retrieval mode", MODES, key=f"{PAGE}.mode")
         k = k_col.number_input("Passages retrieved (k)", min_value=1, max_value=30, step=1,
                                key=f"{PAGE}.k")
         chosen_docs = docs_col.multiselect("Documents", documents, key=f"{PAGE}.docs",
                                            placeholder="all documents")
-        asked = st.form_submit_button("Answer", type="primary")
+        ask_col, new_col = st.columns([1, 4])
+        asked = ask_col.form_submit_button("Answer", type="primary")
+        restart = new_col.form_submit_button("New conversation")
 
+    if restart:
+        conversation.clear()
+        state.forget(PAGE)
+        st.rerun()
     if asked and not question.strip():
         st.warning("Type a question first.")
     elif asked:
-        filters = {"doc_ids": list(chosen_docs)} if chosen_docs else None
-        with st.spinner("Retrieving…"):
-            ranking = search(question, mode=mode, k=int(k), filters=filters, settings=settings,
-                             store=get_store(settings), embedder=get_embedder(settings))
-        state.result(PAGE, {"ranking": ranking, "answer": None, "error": None})
+        conversation.settings, conversation.mode, conversation.k = settings, mode, int(k)
+        conversation.filters = {"doc_ids": list(chosen_docs)} if chosen_docs else None
+        conversation.search_kwargs = {"store": get_store(settings), "embedder": get_embedder(settings)}
         st.session_state.pop("claims", None)
-        try:
-            generated = run_with_elapsed(lambda: answer(question, ranking, settings),
-                                         f"Generating the answer ({BACKEND_NAMES.get(backend, backend)})")
-            state.result(PAGE, {"ranking": ranking, "answer": generated, "error": None})
-        except LlmUnavailable as exc:
-            state.result(PAGE, {"ranking": ranking, "answer": None, "error": str(exc)})
+        turn = run_with_elapsed(lambda: conversation.ask(question),
+                                f"Retrieving and answering ({BACKEND_NAMES.get(backend, backend)})")
+        state.result(PAGE, {"ranking": turn.ranking, "answer": turn.answer, "error": turn.error or None,
+                            "standalone": turn.standalone, "collection": settings.collection})
+        st.rerun()  # the history above now holds the earlier turns
 
-    shown = state.result(PAGE) or {}
+    if shown.get("standalone") and shown["standalone"] != state.value(PAGE, "question") and not reader:
+        st.caption(f"Searched as: {' '.join(shown['standalone'].split())}")
     if shown and shown.get("answer") is None:
         if shown.get("error"):
             st.error(shown["error"])
@@ -80,15 +97,19 @@ with page_errors():
         for hit in ranking.hits:
             st.text(f"[{hit.rank}] {chunk_label(hit.chunk)} · score {hit.score:.4f}")
             st.html(highlight_html(hit.chunk.text, []))
+    if shown.get("answer") is not None and shown["answer"].withheld:
+        show_withheld(shown["answer"])
+        shown = {}
     result = shown.get("answer")
     if result is not None:
         checked = screen_answer(result)
         st.subheader("Answer")
         st.html(highlight_html(result.text, [c.raw for c in result.citations]))
-        st.caption(f"{result.model} · {result.context_tokens} of {result.budget_tokens} context "
-                   f"tokens · {sum(result.timings.values()):.1f} s"
-                   + (" · the model says the passages do not hold the answer"
-                      if result.not_in_context else ""))
+        if result.not_in_context:
+            st.caption("The model says the passages do not hold the answer.")
+        if not reader:
+            st.caption(f"{result.model} · {result.context_tokens} of {result.budget_tokens} context "
+                       f"tokens · {sum(result.timings.values()):.1f} s")
         verdict_col, share_col, cited_col = st.columns(3)
         verdict_col.metric("Screen verdict", checked.verdict)
         share_col.metric("Checkable sentences", f"{checked.checkable_share:.0%}",
@@ -99,13 +120,13 @@ with page_errors():
                        "decoding (the passage number the model finds most likely after its "
                        "answer). A picked citation is a guess, not evidence: the screen above "
                        "ignores it.")
-        if checked.tokens:
+        if checked.tokens and not reader:
             st.dataframe(pd.DataFrame([{
                 "token": t.token, "kind": t.kind, "verdict": t.verdict,
                 "cited passages": ", ".join(map(str, t.cited)) or "—",
                 "found in passages": ", ".join(map(str, t.found_in)) or "—",
                 "evidence": t.evidence} for t in checked.tokens]), hide_index=True, width="stretch")
-        else:
+        elif not checked.tokens:
             st.caption("No figure, standard or legal act to check: the screen has no opinion.")
 
         st.subheader("Citations")
@@ -123,19 +144,22 @@ with page_errors():
                         f"Sentence: {item.sentence}")
                 st.html(spans_html(passage.chunk.text,
                                    [(item.span.start, item.span.end)] if item.span else []))
+                show_cited_page(settings, passage.chunk)
         else:
             st.caption("The answer cites no passage it was given.")
         with st.expander(f"All {len(result.passages)} passages the model saw"):
             for passage in result.passages:
                 st.text(f"[{passage.number}] {chunk_label(passage.chunk)} · rank {passage.rank}")
                 st.html(highlight_html(passage.chunk.text, []))
-                chunk_metadata(passage.chunk)
-        if result.cut:
+                if not reader:
+                    chunk_metadata(passage.chunk)
+        if result.cut and not reader:
             with st.expander(f"{len(result.cut)} retrieved chunk(s) left out for the token budget"):
                 st.dataframe(pd.DataFrame([{"rank": c.rank, "unit": c.unit, "tokens": c.n_tokens,
                                             "reason": c.reason} for c in result.cut]),
                              hide_index=True)
 
+    if result is not None and not reader:
         st.subheader("Claims")
         cannot_check = ("The embedded 270M model cannot check claims: it does not follow the "
                         "instructions that extract claims as JSON and returns nothing usable. "

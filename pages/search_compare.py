@@ -15,6 +15,7 @@ from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, 
                                index_documents)
 from ragloupe.ui.charts import bump_chart
 from ragloupe.ui.guard import page_errors
+from ragloupe.ui.sidebar import examiner
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.navigation import page_file
 from ragloupe.ui.tables import comparison_columns, comparison_frame, comparison_styler
@@ -54,6 +55,7 @@ with page_errors():
     from ragloupe.retrieve.search import MODES
 
     settings = current_settings()
+    reader = examiner()
     base_modes = [mode for mode in MODES if not mode.endswith("+rewrite")]
     documents = index_documents(settings)
     state.keep(PAGE, {
@@ -61,7 +63,8 @@ with page_errors():
         "level": "page", "rewrite": False, "docs": [], "page_from": 0, "page_to": 0,
         "quality": list(ALL_QUALITIES), "fusion": settings.fusion,
         "weight_dense": float(settings.weight_dense), "weight_bm25": float(settings.weight_bm25),
-        "threshold": 0.0, "gold_doc": None, "gold_question": None})
+        "threshold": 0.0, "gold_doc": None, "gold_question": None,
+        "prefer_tables": settings.prefer_tables, "table_sections": settings.prefer_tables_sections})
     state.restrict(PAGE, "docs", documents)
 
     goldsets = cached_goldsets(settings)
@@ -101,7 +104,7 @@ with page_errors():
             page_to = last.number_input("To page", min_value=0, step=1, key=f"{PAGE}.page_to",
                                         help="0: no upper bound")
             qualities = st.multiselect("Quality", ALL_QUALITIES, key=f"{PAGE}.quality")
-        with st.expander("Fusion and cut (hybrid modes, this search only)"):
+        with st.expander("Fusion, tables and cut (this search only)"):
             fusion_col, dense_col, bm25_col, cut_col = st.columns(4)
             fusion = fusion_col.selectbox("Fusion", FUSIONS, key=f"{PAGE}.fusion",
                                           format_func=lambda m: {"rrf": "reciprocal rank (RRF)",
@@ -117,6 +120,14 @@ with page_errors():
             threshold = cut_col.slider("Keep hits scoring at least this share of the top score",
                                        0.0, 1.0, step=0.05, key=f"{PAGE}.threshold",
                                        help="0 keeps every hit. Applies to every mode.")
+            tables_col, sections_col = st.columns([1, 3])
+            prefer_tables = tables_col.toggle("Prefer table chunks", key=f"{PAGE}.prefer_tables",
+                                              help="For a question that asks for a figure, table chunks' "
+                                                   "scores times (1 + RAGLOUPE_PREFER_TABLES_BOOST).")
+            table_sections = sections_col.text_input(
+                "Only tables in sections matching (regular expression)", key=f"{PAGE}.table_sections",
+                placeholder="empty: every section, e.g. financ|accounts",
+                help="EvidenceRAG's TABLE_BOOST_ALLOWED_SECTION_PATTERNS (RAGLOUPE_PREFER_TABLES_SECTIONS).")
         submitted = st.form_submit_button("Search", type="primary", key=f"{PAGE}.submit")
 
     pending = st.session_state.pop("_search_pending", False)
@@ -130,7 +141,9 @@ with page_errors():
             st.warning(problem)
         else:
             filters = search_filters(chosen_docs, page_from, page_to, qualities)
-            overrides = {"fusion": fusion, "weight_dense": weight_dense, "weight_bm25": weight_bm25}
+            overrides = {"fusion": fusion, "weight_dense": weight_dense, "weight_bm25": weight_bm25,
+                         "prefer_tables": prefer_tables, "prefer_tables_sections": table_sections.strip(),
+                         "top_k": int(k)}
             if threshold > 0:
                 overrides.update(dynamic_cut="threshold", dynamic_cut_value=threshold)
             full_modes = [f"{mode}+rewrite" if rewrite else mode for mode in modes]
@@ -138,13 +151,13 @@ with page_errors():
                 rankings = rank_modes(question, full_modes, int(k), filters, overrides, settings,
                                       store=get_store(settings), embedder=get_embedder(settings))
             state.result(PAGE, {"question": question, "k": int(k), "level": level,
-                                "filters": filters, "rankings": rankings})
+                                "filters": filters, "rankings": rankings, "collection": settings.collection})
             st.session_state.pop(f"{PAGE}.table", None)
         if not qualities:
             st.caption("No quality picked: pages of every quality were searched.")
 
     shown = state.result(PAGE)
-    if shown:
+    if shown and shown.get("collection", settings.collection) == settings.collection:
         rankings, k, level = shown["rankings"], shown["k"], shown["level"]
         modes_shown = list(rankings)
         matched = match_question(shown["question"], goldsets)
@@ -161,7 +174,7 @@ with page_errors():
                     st.button(f"{query.query_id}: {query.question}", key=f"mean-{query.query_id}",
                               on_click=_use_gold_question, args=(query,))
         timing = st.columns(len(modes_shown))
-        for column, mode in zip(timing, modes_shown):
+        for column, mode in zip(timing, modes_shown if not reader else []):
             ranking = rankings[mode]
             column.caption(f"**{md_escape(mode)}**: {min(k, len(ranking.hits))} hits of "
                            f"{ranking.candidates} candidates · "
@@ -190,10 +203,12 @@ with page_errors():
                   "section": st.column_config.TextColumn("section", width="large")}
         for name, (header, help_text) in comparison_columns(modes_shown).items():
             config[name] = st.column_config.Column(header, help=help_text, width="small")
-        event = st.dataframe(comparison_styler(frame, modes_shown, k), hide_index=True,
-                             width="stretch", column_config=config, key=f"{PAGE}.table",
-                             on_select="rerun", selection_mode="single-row",
-                             height=min(38 + 35 * max(len(rows), 1), 640))
+        event = None if reader else st.dataframe(
+            comparison_styler(frame, modes_shown, k), hide_index=True, width="stretch", column_config=config,
+            key=f"{PAGE}.table", on_select="rerun", selection_mode="single-row",
+            height=min(38 + 35 * max(len(rows), 1), 640))
+        if reader:
+            st.caption("Examiner view: the engines' ranks and scores are hidden (the sidebar toggle shows them).")
         selected = event.selection.rows if event is not None else []
         terms = query_terms(shown["question"])
         if selected and selected[0] < len(rows):
@@ -210,7 +225,7 @@ with page_errors():
                     why_ranked(row.learned_hit)
             show_chunk(row.chunk, terms)
             label_form(settings, shown["question"], row)
-        elif rows:
+        elif rows and not reader:
             st.caption("Click a row to open its full chunk here.")
 
         send_col, map_col, _ = st.columns([1, 1, 4])
@@ -229,7 +244,7 @@ with page_errors():
                 top = ranking.hits[:k]
                 for hit in top:
                     hit_detail(hit, terms, gold)
-                if top:
+                if top and not reader:
                     st.plotly_chart(bump_chart(ranking, gold, k=k), key=f"bump-{mode}",
                                     config={"displayModeBar": False})
                     st.caption("Each line is a hit: its dense rank, BM25 rank and final rank "

@@ -21,8 +21,13 @@ bootstrap_environment()
 
 
 def current_settings() -> Settings:
-    """The settings in force, read fresh on every run (cheap, and .env edits show up)."""
-    return get_settings()
+    """The settings in force, read fresh on every run (cheap, and .env edits show up), for the
+    collection chosen in the sidebar (ui/sidebar.py)."""
+    from ragloupe.ui.sidebar import chosen_collection
+
+    settings = get_settings()
+    chosen = chosen_collection()
+    return settings.replace(collection=chosen) if chosen and chosen != settings.collection else settings
 
 
 def store_key(settings: Settings) -> str:
