@@ -70,7 +70,7 @@ def status_for(exc: RagloupeError) -> int:
     from ragloupe.api.documents import UnknownDocument
     from ragloupe.api.indexing import UnknownJob, UploadRefused, UploadTooLarge
     from ragloupe.evaluate.compare import RunsNotComparable
-    from ragloupe.ingest.source_pages import SourceUnavailable
+    from ragloupe.source_pages import SourceUnavailable
     from ragloupe.retrieve.search import InvalidSearch
 
     table = STATUS + ((UnknownDocument, 404), (SourceUnavailable, 404), (UnknownJob, 404), (UploadRefused, 403), (UploadTooLarge, 413), (TooManySources, 422),

@@ -3,7 +3,7 @@
     GET /api/v1/docs/{doc_id}/file                 the PDF as indexed (a link "#page=N" opens it at N)
     GET /api/v1/docs/{doc_id}/pages/{page}/image   page N rendered as PNG (?width=px)
 
-Only files the manifest names, unchanged since indexing (ingest/source_pages.py),
+Only files the manifest names, unchanged since indexing (source_pages.py),
 are served; a citation in an answer carries both links (``citation_links``).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, Response
 
-from ragloupe.ingest.source_pages import MAX_RENDER_WIDTH_PX, RENDER_WIDTH_PX, render_page, source_file
+from ragloupe.source_pages import MAX_RENDER_WIDTH_PX, RENDER_WIDTH_PX, render_page, source_file
 
 router = APIRouter(prefix="/api/v1/docs", tags=["documents"])
 

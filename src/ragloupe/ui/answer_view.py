@@ -48,7 +48,7 @@ def show_withheld(result) -> None:
 def show_cited_page(settings, chunk) -> None:
     """The cited page as the PDF shows it, rendered by the app from the file indexed; the file
     itself to download. A record, or a file gone or changed since indexing, says so instead."""
-    from ragloupe.ingest.source_pages import SourceUnavailable, source_file
+    from ragloupe.source_pages import SourceUnavailable, source_file
 
     if chunk.record_id:
         st.caption(f"Record {chunk.record_id} of {chunk.doc_id}: a record has no page to show.")
@@ -68,6 +68,6 @@ def show_cited_page(settings, chunk) -> None:
 def _rendered(path: str, page: int, stamp: int) -> bytes:
     from pathlib import Path
 
-    from ragloupe.ingest.source_pages import render_page
+    from ragloupe.source_pages import render_page
 
     return render_page(Path(path), page)
