@@ -18,7 +18,7 @@ from llm_server import FakeLlmServer, chat_reply, prompt_of
 from local_servers import free_port, wait_until_ready
 from ragloupe.config import PROJECT_ROOT, Settings
 from ragloupe.generate.conversation import STANDALONE_SYSTEM
-from test_browser import CHROMIUM, CHROMIUM_ARGS, ENTRY, _settle, _shot
+from test_browser import CHROMIUM, CHROMIUM_ARGS, ENTRY, _chosen, _settle, _shot
 
 pytestmark = pytest.mark.browser
 
@@ -116,7 +116,7 @@ def _walk(page, url: str, alpha, beta, llm) -> None:
     page.get_by_role("heading", name="Answer", exact=True).first.wait_for()
     _settle(page)
     sidebar = page.locator('[data-testid="stSidebar"]')
-    assert "alpha" in sidebar.locator('[data-testid="stSelectbox"]').first.inner_text()
+    assert _chosen(sidebar, "Collection") == "alpha"
 
     # 1. A conversation: the follow-up is searched as a standalone question, the first turn stays shown.
     _ask(page, FIRST)

@@ -27,13 +27,14 @@ def _gold(path, doc_id: str, record: str, question: str) -> None:
 @pytest.fixture
 def two_collections(tmp_path, monkeypatch, capsys):
     """'alpha' holds power.csv, 'beta' floods.csv, both indexed through the CLI."""
-    monkeypatch.delenv("RAGLOUPE_COLLECTION", raising=False)  # --collection sets it; undone after the test
+    # --collection sets RAGLOUPE_COLLECTION in the process: recorded here so the test's end undoes it.
+    monkeypatch.setenv("RAGLOUPE_COLLECTION", "ragloupe")
     power = write_records(tmp_path / "power.csv", POWER)
     floods = write_records(tmp_path / "floods.csv", FLOODS)
     assert main(["--collection", "alpha", "index", str(power)]) == 0
     assert main(["index", str(floods), "--collection", "beta"]) == 0  # after the subcommand too
     capsys.readouterr()
-    monkeypatch.delenv("RAGLOUPE_COLLECTION", raising=False)
+    monkeypatch.setenv("RAGLOUPE_COLLECTION", "ragloupe")  # the default again
     return Settings.from_env()
 
 
