@@ -62,24 +62,28 @@ def test_search_manifest_and_runs_stay_in_their_collection(two_collections, caps
     assert [(listed[n]["documents"], listed[n]["runs"], listed[n]["goldsets"]) for n in ("alpha", "beta")] == [
         (1, 1, 1), (1, 0, 0)]
     assert listed["ragloupe"]["current"] and not listed["alpha"]["current"]
-
-
-def test_the_cli_searches_the_collection_it_is_given(two_collections, capsys):
+    # The CLI searches the collection it is given.
     assert main(["--collection", "beta", "search", "pumps", "--json"]) == 0
     ranking = json.loads(capsys.readouterr().out)
     assert {hit["chunk"]["doc_id"] for hit in ranking["hits"]} == {"floods"}
 
 
-def test_a_bad_collection_name_is_one_line(two_collections, capsys):
+@pytest.fixture
+def no_collection(monkeypatch):
+    monkeypatch.setenv("RAGLOUPE_COLLECTION", "ragloupe")  # undone after the test, whatever --collection set
+    return Settings.from_env()
+
+
+def test_a_bad_collection_name_is_one_line(no_collection, capsys):
     assert main(["--collection", "../escape", "search", "pumps"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "RAGLOUPE_COLLECTION='../escape'" in err and "letters, digits" in err
     with pytest.raises(SettingsInvalid):
-        two_collections.replace(collection="a/b")
+        no_collection.replace(collection="a/b")
 
 
-def test_create_makes_an_empty_collection_once(two_collections, capsys):
+def test_create_makes_an_empty_collection_once(no_collection, capsys):
     assert main(["collections", "create", "gamma"]) == 0
-    assert two_collections.replace(collection="gamma").path("index_dir").is_dir()
+    assert no_collection.replace(collection="gamma").path("index_dir").is_dir()
     assert main(["collections", "create", "gamma"]) == 2
     assert "exists already" in capsys.readouterr().err
