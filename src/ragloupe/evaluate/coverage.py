@@ -71,14 +71,17 @@ class FeatureReading:
 
 # Features whose value is a function of where a unit sits (its position, section or kind),
 # so a gold set skewed on that dimension can teach a model to rank by it. Lexical features
-# over headings (section_bm25_rel) read the question against the text and are not here;
-# heading_match is, since a gold set drawn from a few sections rewards their heading words.
+# over whole sections (section_bm25_rel) read the question against the text and are not here;
+# the heading matches are, since a gold set drawn from a few sections rewards their heading words.
 FEATURE_READS = {
     "page_position": FeatureReading("position", "page position", "later pages", "early pages"),
     "is_table": FeatureReading("kind", "being a table", "table chunks", "prose chunks"),
     "heading_match": FeatureReading("section", "section-heading matches",
                                     "chunks whose heading shares the question's words",
                                     "chunks whose heading does not share them"),
+    "caps_heading_match": FeatureReading("section", "matches in a page's upper-case headings",
+                                         "pages whose headings share the question's words",
+                                         "pages whose headings do not share them"),
 }
 
 
