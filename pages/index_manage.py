@@ -7,7 +7,7 @@ from ragloupe.errors import RagloupeError
 from ragloupe.ui.background import (current_job, forget_job, running_job, show_job, start_job,
                                    wait_for_job)
 from ragloupe.ui.cache import current_settings
-from ragloupe.ui.guard import page_errors
+from ragloupe.ui.guard import app_message, page_errors
 from ragloupe.ingest.uploads import UPLOAD_SUFFIXES, clear_index, delete_source, raw_sources, save_upload
 from ragloupe.ui.widgets import flash, index_summary, show_flash
 
@@ -48,7 +48,7 @@ with page_errors():
                                         settings.replace(max_upload_mb=limit_mb))
                     flash(f"Saved {saved.name} to the raw folder: it is in the plan below.")
                 except RagloupeError as exc:  # one bad file does not stop the others
-                    flash(str(exc), "error")
+                    flash(app_message(exc), "error")
             st.rerun()
 
     st.header("Plan")

@@ -155,7 +155,7 @@ def test_changing_the_table_strategy_is_a_settings_change(tmp_path, settings):
 
     assert manifest.stale_reason(settings) is None
     reason = manifest.stale_reason(settings.replace(table_strategy="two_stage"))
-    assert "table_strategy None -> 'two_stage'" in reason and "--rebuild" in reason
+    assert "table_strategy None -> 'two_stage'" in reason and "re-chunked and re-embedded" in reason
     assert manifest.documents["t"].pages[0].tables == 1
 
 

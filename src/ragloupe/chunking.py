@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ragloupe.config import Settings
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import ChunkingSettingsInvalid
 from ragloupe.models import Chunk, Page, SourceDoc
 from ragloupe.table_chunks import table_pieces
 
@@ -36,10 +36,6 @@ _MAX_HEADING_CHARS = 70
 _MAX_HEADING_WORDS = 10
 _MAX_HEADING_DIGIT_SHARE = 0.2
 _CONT = re.compile(r"\s*\((?:cont|cont'd|continued)\.?\)\s*$", re.IGNORECASE)
-
-
-class ChunkingSettingsInvalid(RagloupeError):
-    """chunk_tokens / chunk_overlap cannot make progress for this model."""
 
 
 @dataclass(frozen=True)

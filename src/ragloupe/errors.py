@@ -1,16 +1,77 @@
-"""Named errors, each with a message a person can act on.
+"""Named errors, each with a message a person can act on and a kind the faces map.
 
-The CLI and the app catch RagloupeError at the top and show its message; any
-other exception is a bug and is logged with its traceback to logs/, never
-shown on screen.
+Every error ragloupe raises for a person to act on is defined here. The CLI,
+the app and the API catch RagloupeError at the top: the API answers the status
+its kind maps to (api/app.py), the CLI and the app show the message. A message
+that tells the reader what to do next names an Action instead of a command
+(``ACTION`` marks the place), and each face puts the action in its own words:
+`str(error)` gives the command line's ("run `ragloupe index --rebuild`"),
+ui/guard.py the app's ("rebuild it on the Index page"). Any other exception
+is a bug and is logged with its traceback to logs/, never shown on screen.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from enum import Enum
+from typing import ClassVar
+
+
+class Kind(Enum):
+    """What went wrong, as far as a face needs to know to answer it."""
+
+    INVALID = "invalid"          # a request, option or setting that cannot be used as given
+    REFUSED = "refused"          # a file or a run was looked at and refused
+    UNSUPPORTED = "unsupported"  # a file type ragloupe does not read
+    NOT_FOUND = "not_found"      # a run, document or job that does not exist
+    CONFLICT = "conflict"        # the index is busy, or was built for other settings
+    UNAVAILABLE = "unavailable"  # a server or a model that is not there or did not answer
+    BAD_REPLY = "bad_reply"      # a server answered with something that cannot be used
+    FORBIDDEN = "forbidden"      # switched off on this server
+    TOO_LARGE = "too_large"      # over a configured size limit
+
+
+class Action(Enum):
+    """What a message can tell the reader to do next; each face words it."""
+
+    REBUILD_INDEX = "rebuild_index"
+    INDEX_FIRST = "index_first"
+    REINDEX = "reindex"
+    INDEX_REPAIRS = "index_repairs"
+
+
+ACTION = "{action}"  # where a message puts its action's words
+
+COMMAND_LINE_WORDS: Mapping[Action, str] = {
+    Action.REBUILD_INDEX: "run `ragloupe index --rebuild`",
+    Action.INDEX_FIRST: "run `ragloupe index` first",
+    Action.REINDEX: "run `ragloupe index`",
+    Action.INDEX_REPAIRS: "the next `ragloupe index` repairs an interrupted index",
+}
+
 
 class RagloupeError(Exception):
-    """Base class: str(error) is the one-line message for the user."""
+    """Base class: str(error) is the one-line message, in the command line's words."""
 
+    kind: ClassVar[Kind] = Kind.REFUSED
+
+    def __init__(self, message: str = "", *, action: Action | None = None):
+        super().__init__(message)
+        self.action = action
+
+    def message(self, words: Mapping[Action, str] = COMMAND_LINE_WORDS) -> str:
+        """The message with its action (if any) in ``words``."""
+        text = str(self.args[0]) if self.args else ""
+        return text.replace(ACTION, words[self.action]) if self.action else text
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def __reduce__(self):  # keep the action across processes (pickle calls cls(*args))
+        return self.__class__, tuple(self.args), {"action": self.action}
+
+
+# --- files --------------------------------------------------------------------------
 
 class EncryptedPdf(RagloupeError):
     pass
@@ -21,7 +82,7 @@ class CorruptPdf(RagloupeError):
 
 
 class UnsupportedFile(RagloupeError):
-    pass
+    kind = Kind.UNSUPPORTED
 
 
 class ExtractionLimit(RagloupeError):
@@ -32,16 +93,20 @@ class RecordsRefused(RagloupeError):
     """A records file has blocking findings."""
 
 
+# --- the index and its store ----------------------------------------------------------
+
 class IndexBusy(RagloupeError):
-    pass
+    kind = Kind.CONFLICT
 
 
 class StaleIndex(RagloupeError):
     """The index was built with other settings than the ones in force."""
 
+    kind = Kind.CONFLICT
+
 
 class StoreUnavailable(RagloupeError):
-    pass
+    kind = Kind.UNAVAILABLE
 
 
 class StoreTimeout(StoreUnavailable):
@@ -52,23 +117,103 @@ class StoreUnreachable(StoreUnavailable):
     """The Chroma server cannot be reached or dropped the connection (stopped, wrong host/port)."""
 
 
-class LlmUnavailable(RagloupeError):
-    pass
+class EmbedderUnavailable(RagloupeError):
+    """The configured embedding model cannot be loaded from disk."""
+
+    kind = Kind.UNAVAILABLE
 
 
-class LlmBadOutput(RagloupeError):
-    pass
+class OnnxUnavailable(RagloupeError):
+    """The ONNX backend cannot export or load the embedding model."""
+
+    kind = Kind.UNAVAILABLE
 
 
-class GoldSetInvalid(RagloupeError):
-    pass
-
-
-class RunNotFound(RagloupeError):
-    pass
-
+# --- settings and options ---------------------------------------------------------------
 
 class SettingsInvalid(RagloupeError, ValueError):
     """A setting (environment, .env or override) has a value that cannot be used.
 
     Also a ValueError, so callers that wrapped bad --set values keep working."""
+
+    kind = Kind.INVALID
+
+
+class ChunkingSettingsInvalid(RagloupeError):
+    """chunk_tokens / chunk_overlap cannot make progress for this model."""
+
+    kind = Kind.INVALID
+
+
+class ChunkingVariantInvalid(RagloupeError):
+    """A --chunking value that is not a list of TOKENS/OVERLAP pairs a chunker can use."""
+
+    kind = Kind.INVALID
+
+
+class BadOption(RagloupeError):
+    """A command-line option that does not fit."""
+
+    kind = Kind.INVALID
+
+
+class CheckInputInvalid(RagloupeError):
+    """The answer or sources file cannot be read as described in `ragloupe check --help`."""
+
+    kind = Kind.INVALID
+
+
+class UnsafeBind(RagloupeError):
+    """The server would listen beyond this machine without an API key."""
+
+    kind = Kind.INVALID
+
+
+# --- the LLM ----------------------------------------------------------------------------
+
+class LlmUnavailable(RagloupeError):
+    kind = Kind.UNAVAILABLE
+
+
+class LlmBadOutput(RagloupeError):
+    kind = Kind.BAD_REPLY
+
+
+# --- evaluation ---------------------------------------------------------------------------
+
+class GoldSetInvalid(RagloupeError):
+    kind = Kind.INVALID
+
+
+class RunNotFound(RagloupeError):
+    kind = Kind.NOT_FOUND
+
+
+class RunsNotComparable(RagloupeError):
+    """Two runs share no gold question, so there is nothing to pair."""
+
+    kind = Kind.INVALID
+
+
+# --- the HTTP API -------------------------------------------------------------------------
+
+class TooManySources(RagloupeError):
+    kind = Kind.INVALID
+
+
+class UnknownDocument(RagloupeError):
+    kind = Kind.NOT_FOUND
+
+
+class UnknownJob(RagloupeError):
+    kind = Kind.NOT_FOUND
+
+
+class UploadRefused(RagloupeError):
+    """Uploads are switched off on this server."""
+
+    kind = Kind.FORBIDDEN
+
+
+class UploadTooLarge(RagloupeError):
+    kind = Kind.TOO_LARGE

@@ -34,16 +34,12 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from ragloupe.api.schemas import CheckRequest, HalloumiRequest, SourceIn
-from ragloupe.errors import LlmBadOutput, LlmUnavailable, RagloupeError
+from ragloupe.errors import LlmBadOutput, LlmUnavailable, TooManySources
 from ragloupe.generate.check import CHECKED, FAILED, CheckResult, Source, check, use_model_free
 
 router = APIRouter(tags=["answer checks"])
 
 CLAIM_SCORES = {"supported": 1.0, "unverified": 0.4, "contradicted": 0.0}
-
-
-class TooManySources(RagloupeError):
-    pass
 
 
 @router.post("/check")

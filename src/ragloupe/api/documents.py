@@ -14,16 +14,12 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 
 from ragloupe.api.schemas import RankRequest, SearchRequest
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import UnknownDocument
 
 router = APIRouter(prefix="/api/v1/docs", tags=["documents"])
 
 MAX_LOG_LINES = 5000
 MAX_TABLES = 500
-
-
-class UnknownDocument(RagloupeError):
-    pass
 
 
 @router.get("")

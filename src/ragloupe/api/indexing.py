@@ -28,22 +28,11 @@ from fastapi.responses import JSONResponse
 
 from ragloupe.api.schemas import UploadRequest
 from ragloupe.config import Settings
-from ragloupe.errors import IndexBusy, RagloupeError, UnsupportedFile
+from ragloupe.errors import (IndexBusy, RagloupeError, UnknownJob, UnsupportedFile, UploadRefused,
+                             UploadTooLarge)
 from ragloupe.logs import log_exception
 
 router = APIRouter(tags=["indexing"])
-
-
-class UploadRefused(RagloupeError):
-    """Uploads are switched off on this server."""
-
-
-class UnknownJob(RagloupeError):
-    pass
-
-
-class UploadTooLarge(RagloupeError):
-    pass
 
 
 @dataclass

@@ -26,16 +26,12 @@ from typing import Any
 from fastapi import HTTPException
 
 from ragloupe.config import Settings
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import UnsafeBind
 from ragloupe.logs import log_exception
 
 OPEN_PATHS = frozenset({"/health", "/api/v1/health"})
 UPLOAD_PATH = "/api/v1/docs/upload"
 KEY_HEADER = b"x-api-key"
-
-
-class UnsafeBind(RagloupeError):
-    """The server would listen beyond this machine without an API key."""
 
 
 class BodyTooLarge(HTTPException):

@@ -15,11 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ragloupe.cli import CommandResult, add_json_flag
-from ragloupe.errors import RagloupeError
-
-
-class CheckInputInvalid(RagloupeError):
-    """The answer or sources file cannot be read as described in `ragloupe check --help`."""
+from ragloupe.errors import CheckInputInvalid
 
 
 def register(sub: argparse._SubParsersAction) -> None:

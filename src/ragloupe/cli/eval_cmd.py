@@ -19,11 +19,7 @@ from typing import Sequence
 
 from ragloupe.cli import CommandResult, add_json_flag, settings_with_overrides
 from ragloupe.config import Settings, get_settings
-from ragloupe.errors import RagloupeError
-
-
-class BadOption(RagloupeError):
-    """A command-line option that does not fit."""
+from ragloupe.errors import BadOption, RagloupeError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

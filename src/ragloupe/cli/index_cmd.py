@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ragloupe.cli import CommandResult, add_json_flag
 from ragloupe.config import get_settings
+from ragloupe.errors import COMMAND_LINE_WORDS, Action
 
 # File names, record ids and reasons come from the files: print them as inert text,
 # never as terminal control sequences.
@@ -194,7 +195,8 @@ def handle_status(args: argparse.Namespace) -> CommandResult:
              "quality:   " + (", ".join(f"{n} {q}" for q, n in data["quality"].items()) or "-"),
              f"settings:  fingerprint {data['settings_fingerprint'] or '-'}"
              f" (settings in force: {data['current_fingerprint']})"]
-    lines.append(f"stale:     {data['stale']}" if data["stale"] else "stale:     no")
+    lines.append(f"stale:     {data['stale']}: {COMMAND_LINE_WORDS[Action.REBUILD_INDEX]}, "
+                 "or restore the previous settings" if data["stale"] else "stale:     no")
     if data["n_chunks_manifest"] != data["n_chunks_store"] or data["pending"]:
         lines.append(f"repair:    the store holds {data['n_chunks_store']} chunks, the manifest "
                      f"{data['n_chunks_manifest']}; the next `ragloupe index` repairs it")

@@ -11,17 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import RunsNotComparable
 from ragloupe.evaluate.metrics import mean_label, metric_names
 from ragloupe.evaluate.runs import BOOTSTRAP_SEED, FLOAT_DIGITS, RunReport
 from ragloupe.evaluate.stats import paired_bootstrap_ci, paired_permutation_p
 
 ALPHA = 0.05
 HEADLINE = ("hit@1", "mrr")
-
-
-class RunsNotComparable(RagloupeError):
-    """Two runs share no gold question, so there is nothing to pair."""
 
 
 @dataclass(frozen=True)

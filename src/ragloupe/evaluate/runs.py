@@ -171,7 +171,7 @@ def normalise_ks(ks: Iterable[int] | str) -> tuple[int, ...]:
         try:
             ks = [int(p) for p in parts]
         except ValueError:
-            raise GoldSetInvalid(f"--k takes whole numbers separated by commas, got {','.join(parts)!r}") from None
+            raise GoldSetInvalid(f"k takes whole numbers separated by commas, got {','.join(parts)!r}") from None
     values = sorted(set(int(k) for k in ks))
     if not values or values[0] < 1:
         raise GoldSetInvalid("every k must be a whole number of at least 1")

@@ -26,14 +26,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from ragloupe.config import Settings
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import ACTION, Action, ChunkingVariantInvalid, RagloupeError
 
 SCRATCH_DIR = "tune-indexes"
 _PAIR = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-
-
-class ChunkingVariantInvalid(RagloupeError):
-    """A --chunking value that is not a list of TOKENS/OVERLAP pairs a chunker can use."""
 
 
 @dataclass(frozen=True, order=True)
@@ -140,11 +136,12 @@ def gold_sources(doc_ids: Iterable[str], settings: Settings) -> dict[str, Path]:
         entry = manifest.documents.get(doc_id)
         if entry is None or entry.state != "complete":
             raise TuningError(f"the main index's manifest has no complete entry for {doc_id}: "
-                              "run `ragloupe index` first")
+                              f"{ACTION}", action=Action.INDEX_FIRST)
         path = Path(entry.path)
         if not path.is_file() or file_sha256(path) != entry.sha256:
             raise TuningError(f"the source of {doc_id} ({path}) is gone or changed since the main index "
-                              "read it: run `ragloupe index` so every chunking is tuned on the same text")
+                              f"read it: {ACTION} so every chunking is tuned on the same text",
+                              action=Action.REINDEX)
         sources[doc_id] = path
     return sources
 

@@ -22,16 +22,12 @@ import numpy as np
 
 from ragloupe.config import BUNDLED_MODEL, Settings, bootstrap_environment
 from ragloupe.devices import resolve_device
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import EmbedderUnavailable
 from ragloupe.index import onnx_encoder, remote_embedder
 
 BACKENDS = onnx_encoder.BACKENDS + remote_embedder.BACKENDS
 _CACHE: dict[tuple[str, str, str], "Embedder"] = {}
 _LOCK = threading.Lock()
-
-
-class EmbedderUnavailable(RagloupeError):
-    """The configured embedding model cannot be loaded from disk."""
 
 
 @dataclass

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from ragloupe.config import Settings
-from ragloupe.errors import StaleIndex
+from ragloupe.errors import ACTION, Action, StaleIndex
 from ragloupe.models import Finding, SourceDoc
 
 MANIFEST_NAME = "manifest.json"
@@ -137,9 +137,8 @@ class Manifest:
             data = json.loads(path.read_text(encoding="utf-8"))
             documents = {d["doc_id"]: DocumentEntry.from_dict(d) for d in data["documents"]}
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StaleIndex(
-                f"the index manifest {path} is unreadable ({type(exc).__name__}); "
-                "run `ragloupe index --rebuild` to rebuild the index") from exc
+            raise StaleIndex(f"the index manifest {path} is unreadable ({type(exc).__name__}): "
+                             f"{ACTION}", action=Action.REBUILD_INDEX) from exc
         return cls(path=path, settings_fingerprint=data.get("settings_fingerprint", ""),
                    shaping_settings=data.get("shaping_settings", {}),
                    roots=list(data.get("roots", [])), documents=documents)
@@ -213,8 +212,7 @@ class Manifest:
         what = "; ".join(changed) if changed else "settings that shape the index (record fields)"
         n = len(self.complete())
         return (f"the index was built with other settings ({what}); its {n} document(s) "
-                "must be re-chunked and re-embedded: run `ragloupe index --rebuild`, "
-                "or restore the previous settings")
+                "must be re-chunked and re-embedded")
 
     def _sorted(self) -> list[DocumentEntry]:
         return [self.documents[k] for k in sorted(self.documents)]

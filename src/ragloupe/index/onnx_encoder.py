@@ -31,15 +31,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import OnnxUnavailable
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 _FORMAT = "1"  # bump when the export changes, so old caches are not reused
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-class OnnxUnavailable(RagloupeError):
-    """The ONNX backend cannot export or load the embedding model."""
 
 
 @dataclass

@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Sequence
 
 from ragloupe.chunking import chunk_document, content_budget
 from ragloupe.config import Settings
-from ragloupe.errors import StaleIndex
+from ragloupe.errors import ACTION, Action, StaleIndex
 from ragloupe.index.embedder import get_embedder
 from ragloupe.index.lock import index_lock, lock_holder
 from ragloupe.index.manifest import DocumentEntry, Manifest, entry_for
@@ -210,7 +210,8 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
         manifest = Manifest.load(settings)
         summary = IndexSummary(settings_fingerprint=settings.index_fingerprint())
         if not rebuild and (reason := manifest.stale_reason(settings)):
-            raise StaleIndex(reason)
+            raise StaleIndex(f"{reason}: {ACTION}, or restore the previous settings",
+                             action=Action.REBUILD_INDEX)
         store = open_store(settings)
         if rebuild and paths:
             # A rebuild drops everything, so it re-reads everything the index held, not only

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from ragloupe.config import Settings, bootstrap_environment
-from ragloupe.errors import StoreTimeout, StoreUnavailable, StoreUnreachable
+from ragloupe.errors import ACTION, Action, StoreTimeout, StoreUnavailable, StoreUnreachable
 from ragloupe.models import Chunk
 
 # Collection metadata key where the indexer records what the collection holds.
@@ -279,8 +279,8 @@ def _server_failure(exc: BaseException, settings: Settings) -> StoreUnavailable 
         return StoreUnreachable(
             f"Chroma server at {_address(settings)} cannot be reached ({detail}): start it "
             f"(`chroma run --host {settings.chroma_host} --port {settings.chroma_port} --path DIR`) "
-            "or fix CHROMA_HOST / CHROMA_PORT, then run the command again "
-            "(an interrupted index is repaired by the next `ragloupe index`)")
+            f"or fix CHROMA_HOST / CHROMA_PORT, then try again ({ACTION})",
+            action=Action.INDEX_REPAIRS)
     return None
 
 

@@ -22,6 +22,7 @@ from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
 from ragloupe.logs import log_exception
 from ragloupe.ui.cache import current_settings, store_key
+from ragloupe.ui.guard import app_message
 
 
 @dataclass
@@ -111,7 +112,7 @@ def start_job(settings: Settings, paths: list[str] | None, rebuild: bool = False
         try:
             job.summary = run_index(paths, settings, rebuild=rebuild, progress=job.update)
         except RagloupeError as exc:
-            job.error = str(exc)
+            job.error = app_message(exc)
         except Exception as exc:  # a bug: the traceback goes to the log, the page says where
             job.error = (f"indexing failed ({type(exc).__name__}); the details are in "
                          f"{log_exception(exc)}")

@@ -1,6 +1,7 @@
 """Turn anything a page raises into a readable message, never a traceback.
 
-A RagloupeError carries a message a person can act on, so it is shown as is.
+A RagloupeError carries a message a person can act on, so it is shown, with
+what it says to do next put in the app's words.
 Anything else is a bug: its traceback goes to the log file and the page says
 where to find it. Streamlit's own control flow (st.stop, st.rerun) derives
 from BaseException and passes through untouched.
@@ -8,13 +9,12 @@ from BaseException and passes through untouched.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import streamlit as st
 
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import Action, RagloupeError
 from ragloupe.logs import log_exception
 
 
@@ -24,21 +24,18 @@ def bug_message(exc: BaseException, where: object) -> str:
             f"the details are in {where}. Reload the page to try again.")
 
 
-# Pipeline errors speak to the command line; in the app the same advice names the page.
-_APP_WORDS = (
-    (re.compile(r"run `ragloupe index --rebuild`"), "rebuild it on the Index page"),
-    (re.compile(r"run `ragloupe index[^`]*` first"), "index files on the Index page first"),
-    (re.compile(r"`ragloupe index[^`]*`"), "the Index page"),
-    (re.compile(r" ?\(run with --answers\)"), " (that needs an evaluation with answers)"),
-    (re.compile(r"--k takes"), "k takes"),
-)
+# What a pipeline error tells the reader to do, in the app's words (errors.Action).
+APP_WORDS: Mapping[Action, str] = {
+    Action.REBUILD_INDEX: "rebuild it on the Index page",
+    Action.INDEX_FIRST: "index files on the Index page first",
+    Action.REINDEX: "re-index on the Index page",
+    Action.INDEX_REPAIRS: "the next re-index on the Index page repairs an interrupted index",
+}
 
 
-def app_message(message: str) -> str:
-    """A pipeline error's message with command-line advice put in the app's terms."""
-    for pattern, words in _APP_WORDS:
-        message = pattern.sub(words, message)
-    return message
+def app_message(exc: RagloupeError) -> str:
+    """A pipeline error's message with its action put in the app's terms."""
+    return exc.message(APP_WORDS)
 
 
 @contextmanager
@@ -47,7 +44,7 @@ def page_errors() -> Iterator[None]:
     try:
         yield
     except RagloupeError as exc:
-        st.error(app_message(str(exc)))
+        st.error(app_message(exc))
     except Exception as exc:  # a bug: keep the traceback off the screen
         st.error(bug_message(exc, log_exception(exc)))
 

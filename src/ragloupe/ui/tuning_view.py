@@ -19,6 +19,7 @@ import streamlit as st
 
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
+from ragloupe.ui.guard import app_message
 
 ROWS = (("out-of-fold (the procedure)", ("out_of_fold", "figures")),
         ("in-sample best", ("in_sample_best", "figures")),
@@ -179,7 +180,7 @@ def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], store,
                               progress=lambda share, text: bar.progress(min(share, 1.0), text=text))
                 st.session_state["tune_run"] = str(report.path)
             except RagloupeError as exc:  # a bad chunking value, a source gone since indexing ...
-                st.error(str(exc))
+                st.error(app_message(exc))
     path = st.session_state.get("tune_run")
     report = load_tune(Path(path)) if path else latest_tune(settings)
     if report is None:
