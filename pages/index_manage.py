@@ -8,7 +8,8 @@ from ragloupe.ui.background import (current_job, forget_job, running_job, show_j
                                    wait_for_job)
 from ragloupe.ui.cache import current_settings
 from ragloupe.ui.guard import app_message, page_errors
-from ragloupe.ingest.uploads import UPLOAD_SUFFIXES, clear_index, delete_source, raw_sources, save_upload
+from ragloupe.index.pipeline import clear_index
+from ragloupe.ingest.uploads import UPLOAD_SUFFIXES, delete_source, raw_sources, save_upload
 from ragloupe.ui.widgets import flash, index_summary, show_flash
 
 st.title("Index")

@@ -447,3 +447,17 @@ def status(settings: Settings) -> IndexStatus:
         pending=[e.doc_id for e in manifest.pending()],
         refused=[e.doc_id for e in manifest.refused()], roots=sorted(manifest.roots),
         busy_pid=lock_holder(settings), fingerprint=store.fingerprint())
+
+
+def clear_index(settings: Settings) -> None:
+    """Empty the index: drop the collection and write an empty manifest, under the index lock.
+
+    The source files are untouched and the manifest keeps its roots, so the
+    next run indexes the same sources from scratch.
+    """
+    with index_lock(settings):
+        roots = list(Manifest.load(settings).roots)
+        open_store(settings).reset()
+        manifest = Manifest.empty(settings)
+        manifest.roots = roots
+        manifest.save()

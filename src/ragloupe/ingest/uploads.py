@@ -1,9 +1,10 @@
-"""Uploads and source files: save uploads into raw_dir, delete them, clear the index.
+"""Uploads and source files: save uploads into raw_dir, list and delete them.
 
 Shared by the Index page and the HTTP API, so it lives in the pipeline, not in
 ui/. Every write lands inside raw_dir: an uploaded name is reduced to a plain
 file name (no directories, no "..", no leading dot), and the final path is
-checked to lie under raw_dir before anything is written.
+checked to lie under raw_dir before anything is written. Nothing here touches
+the index: re-indexing and clearing it are the index side's (index/pipeline.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import unicodedata
 from pathlib import Path
 
 from ragloupe.config import Settings
-from ragloupe.errors import RagloupeError, UnsupportedFile
+from ragloupe.errors import RagloupeError, UnsupportedFile, UploadTooLarge
 
 UPLOAD_SUFFIXES = (".pdf", ".html", ".htm", ".docx", ".csv", ".jsonl")
 MAX_NAME_CHARS = 120
@@ -55,7 +56,7 @@ def save_upload(name: str, data: bytes, settings: Settings) -> Path:
     """
     limit = settings.max_upload_mb * 1024 * 1024
     if len(data) > limit:
-        raise RagloupeError(f"{name!r} is {len(data) / 2**20:.1f} MB, over the "
+        raise UploadTooLarge(f"{name!r} is {len(data) / 2**20:.1f} MB, over the "
                             f"{settings.max_upload_mb} MB limit (RAGLOUPE_MAX_UPLOAD_MB)")
     if not data:
         raise UnsupportedFile(f"{name!r} is empty")
@@ -119,20 +120,3 @@ def delete_source(path: str | Path, settings: Settings) -> None:
                             "the app only deletes files it manages")
     path.unlink(missing_ok=True)
 
-
-def clear_index(settings: Settings) -> None:
-    """Empty the index: drop the collection and write an empty manifest, under the index lock.
-
-    The source files are untouched and the manifest keeps its roots, so the
-    next run indexes the same sources from scratch.
-    """
-    from ragloupe.index.lock import index_lock
-    from ragloupe.index.manifest import Manifest
-    from ragloupe.index.store import open_store
-
-    with index_lock(settings):
-        roots = list(Manifest.load(settings).roots)
-        open_store(settings).reset()
-        manifest = Manifest.empty(settings)
-        manifest.roots = roots
-        manifest.save()
