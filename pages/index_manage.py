@@ -17,9 +17,9 @@ st.caption("Only new and modified files are read and embedded; unchanged ones co
            "The plan below is what the next run will do.")
 
 with page_errors():
+    from ragloupe.diagnostics.index_view import plan_view
     from ragloupe.index.lock import lock_holder
-    from ragloupe.index.manifest import Manifest
-    from ragloupe.index.pipeline import plan, status
+    from ragloupe.index.pipeline import status
 
     settings = current_settings()
     show_flash()
@@ -53,26 +53,14 @@ with page_errors():
             st.rerun()
 
     st.header("Plan")
-    the_plan = plan(None, settings)
-    refused_paths = {entry.path for entry in Manifest.load(settings).refused()}
-    unchanged = [p for p in the_plan.unchanged if p not in refused_paths]
-    still_refused = [p for p in the_plan.unchanged if p in refused_paths]
-    counts = st.columns(5)
-    for column, (label, items, help_text) in zip(counts, (
-            ("New", the_plan.new, None), ("Modified", the_plan.modified, None),
-            ("Unchanged", unchanged, None),
-            ("Refused", still_refused, "refused by an earlier run and not changed since: "
-                                       "fix the file to have it read again"),
-            ("Deleted", the_plan.deleted, None))):
-        column.metric(label, len(items), help=help_text)
+    view = plan_view(settings)
+    the_plan = view.plan
+    for column, (label, count, help_text) in zip(st.columns(len(view.counts)), view.counts):
+        column.metric(label, count, help=help_text)
     if the_plan.stale:
         st.warning(f"Settings changed: {the_plan.stale}")
-    changes = ([{"change": "new", "source": p} for p in the_plan.new]
-               + [{"change": "modified", "source": p} for p in the_plan.modified]
-               + [{"change": "deleted", "source": d} for d in the_plan.deleted]
-               + [{"change": "refused earlier, unchanged", "source": p} for p in still_refused])
-    if changes:
-        st.dataframe(pd.DataFrame(changes), hide_index=True, width="stretch")
+    if view.changes:
+        st.dataframe(pd.DataFrame(view.changes), hide_index=True, width="stretch")
     st.caption("Sources: " + ", ".join(the_plan.roots))
 
     run_col, rebuild_col = st.columns(2)

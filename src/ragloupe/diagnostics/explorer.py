@@ -65,3 +65,8 @@ def select_chunks(store: Any, filters: dict | None = None, text: str = "",
 def chunks_on_page(store: Any, selection: Selection, page: int, page_size: int) -> list[Chunk]:
     """The chunks of one result page, read in full."""
     return store.get_chunks(selection.page_ids(page, page_size))
+
+
+def chunks_of_page(store: Any, doc_id: str, page: int) -> list[Chunk]:
+    """Every chunk of one page of a document (prose and tables), read in full."""
+    return store.all_chunks(chroma_where({"doc_ids": [doc_id], "pages": (page, page)}))

@@ -67,15 +67,6 @@ def _chunk_column(heading: str, chunks: list[Chunk], when_none: str, terms: Iter
         st.caption(when_none)
 
 
-def method_label(method: str, confidence: float | None) -> str:
-    """'OCR (confidence 91%)', 'pdfminer (fallback)', 'pypdf' for the page lists."""
-    if method == "ocr":
-        return f"OCR (confidence {confidence:.0f}%)" if confidence is not None else "OCR"
-    if method == "pdfminer":
-        return "pdfminer (fallback or tables)"
-    return method or "—"
-
-
 def cells_frame(header: Sequence[str], rows: Sequence[Sequence[str]]) -> pd.DataFrame:
     """Cells as a DataFrame of strings, column names made unique and non-empty."""
     width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
