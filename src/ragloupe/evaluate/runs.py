@@ -14,14 +14,12 @@ so a repeated run lands on the same file.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence
 
 from ragloupe.config import PROJECT_ROOT, Settings, get_settings
 from ragloupe.errors import GoldSetInvalid, RagloupeError, RunNotFound
@@ -31,6 +29,15 @@ from ragloupe.evaluate.audit import LabelAudit, audit_queries
 from ragloupe.evaluate.coverage_sources import coverage_report
 from ragloupe.evaluate.query_path import query_path, retrieved_chunk_ids
 from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldsets
+from ragloupe.evaluate.reports import (  # noqa: F401  (tuning.py imports them from here)
+    FLOAT_DIGITS,
+    Report,
+    canonical_json,
+    content_hash,
+    read_report,
+    rounded,
+    save_report,
+)
 from ragloupe.evaluate.taxonomy import (
     GENERATION_CODES,
     NOT_ASSESSED,
@@ -46,7 +53,6 @@ from ragloupe.models import Ranking
 from ragloupe.numbers import key_quantities, match_answer
 
 SCHEMA = "ragloupe.run/1"
-FLOAT_DIGITS = 4
 BOOTSTRAP_SEED = 20240501
 SCOPES = ("doc", "all")
 RANKED_IN_REPORT = 10  # units listed per query in the report (beyond the largest k when it is smaller)
@@ -55,24 +61,6 @@ _UNREPORTED_SETTINGS = {"raw_dir", "index_dir", "runs_dir", "benchmarks_dir", "m
                         "collections_dir", "goldsets_dir", "openai_api_key"}
 
 SearchFn = Callable[..., Ranking]
-ReportT = TypeVar("ReportT", bound="Report")
-
-
-@dataclass(frozen=True)
-class Report:
-    """A report under runs_dir: ``data`` is deterministic, ``timings`` kept apart.
-
-    Evaluation runs and tuning runs are both written through ``to_json``, so a
-    rerun of either is byte-identical but for ``timings``.
-    """
-
-    run_id: str
-    data: dict
-    timings: dict = field(default_factory=dict)
-    path: Path | None = None
-
-    def to_json(self) -> str:
-        return canonical_json({**self.data, "run_id": self.run_id, "timings": self.timings})
 
 
 @dataclass(frozen=True)
@@ -136,32 +124,38 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     depth = max(max(ks), int(settings.candidate_window), failure_k)
     audits = {(a.goldset, a.query_id): a for a in audit_queries(queries, snapshot.unit_texts)}
 
-    results, search_seconds, answer_seconds = [], [], []
+    results, seconds = [], {"search": [], "answer": []}
     for query in queries:
         t0 = time.perf_counter()
         ranking = _search_one(query, mode, depth, scope, settings, snapshot, search_fn, store, embedder)
-        search_seconds.append(time.perf_counter() - t0)
+        seconds["search"].append(time.perf_counter() - t0)
         result = score_query(query, ranking, ks, failure_k, snapshot, settings,
                              audits[(query.goldset, query.query_id)])
         if answers:
             t0 = time.perf_counter()
             result["answer"] = _answer_one(query, ranking, settings, answer_fn)
-            answer_seconds.append(time.perf_counter() - t0)
+            seconds["answer"].append(time.perf_counter() - t0)
         results.append(result)
 
     data = build_report(sets, results, mode, ks, scope, failure_k, settings, snapshot, findings,
                         list(audits.values()), answers)
     data["coverage"] = coverage_report(sets, settings, store, mode)  # where the gold pages sit
     run_id = f"{mode}-{scope}-{content_hash(data)[:12]}"
-    timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 3),
-               "search_s_mean": round(sum(search_seconds) / max(len(search_seconds), 1), 4),
-               "search_s_max": round(max(search_seconds, default=0.0), 4)}
-    if answers:
-        timings["answer_s_mean"] = round(sum(answer_seconds) / max(len(answer_seconds), 1), 3)
-    report = RunReport(run_id, data, timings)
+    report = RunReport(run_id, data, _timings(started_at, time.perf_counter() - started, seconds))
     if write:
         report = save_report(report, settings)
     return report
+
+
+def _timings(started_at: str, total_s: float, seconds: dict[str, list[float]]) -> dict:
+    """A run's timings field: kept apart from its data, so reruns stay byte-identical."""
+    search = seconds["search"]
+    timings = {"started_at": started_at, "total_s": round(total_s, 3),
+               "search_s_mean": round(sum(search) / max(len(search), 1), 4),
+               "search_s_max": round(max(search, default=0.0), 4)}
+    if seconds["answer"]:
+        timings["answer_s_mean"] = round(sum(seconds["answer"]) / len(seconds["answer"]), 3)
+    return timings
 
 
 def normalise_ks(ks: Iterable[int] | str) -> tuple[int, ...]:
@@ -276,31 +270,7 @@ def build_report(sets: Sequence[GoldSet], results: list[dict], mode: str, ks: Se
                  audits: list[LabelAudit], answers: bool) -> dict:
     """The deterministic body of a run report (no timings, no run id)."""
     flagged = {(a.goldset, a.query_id) for a in audits if a.flagged}
-    per_query = [r["metrics"] for r in results]
-
-    def agg(rows: list[dict]) -> dict:
-        return {name: est.as_dict(FLOAT_DIGITS)
-                for name, est in M.aggregate([r["metrics"] for r in rows], ks, seed=BOOTSTRAP_SEED).items()}
-
-    def grouped(key: Callable[[dict], str]) -> dict:
-        groups: dict[str, list[dict]] = {}
-        for r in results:
-            groups.setdefault(key(r) or "(none)", []).append(r)
-        return {name: agg(rows) for name, rows in sorted(groups.items())}
-
-    clean = [r for r in results if (r["goldset"], r["query_id"]) not in flagged]
-    suspect = [r for r in results if (r["goldset"], r["query_id"]) in flagged]
-    overall = M.aggregate(per_query, ks, seed=BOOTSTRAP_SEED)
-    recall_by_k = {k: overall[f"recall@{k}"].mean for k in ks}
-    codes = _count([r["failure"]["code"] for r in results], RETRIEVAL_CODES)
-    generation: dict[str, Any]
-    if answers:
-        generation = {"assessed": True,
-                      "counts": _count([r["answer"]["failure"]["code"] for r in results],
-                                       GENERATION_CODES + (NOT_ASSESSED,))}
-    else:
-        generation = {"assessed": False,
-                      "note": "FP4-FP7 not assessed: no answers were generated (run with --answers)"}
+    overall = M.aggregate([r["metrics"] for r in results], ks, seed=BOOTSTRAP_SEED)
     data = {
         "schema": SCHEMA,
         "mode": mode, "scope": scope, "ks": list(ks), "failure_k": failure_k,
@@ -312,21 +282,11 @@ def build_report(sets: Sequence[GoldSet], results: list[dict], mode: str, ks: Se
                       "sha256": g.sha256, "queries": len(g.queries)} for g in sets],
         "n_queries": len(results),
         "findings": [f.as_dict() for f in findings],
-        "metrics": {
-            "all": agg(results),
-            "excluding_flagged": agg(clean),
-            "label_suspect": agg(suspect) if suspect else {},
-            "by_goldset": grouped(lambda r: r["goldset"]),
-            "by_difficulty": grouped(lambda r: r["difficulty"]),
-            "by_category": grouped(lambda r: r["category"]),
-        },
-        "recall_sweep": M.recall_plateau(recall_by_k),
+        "metrics": _metrics(results, flagged, ks),
+        "recall_sweep": M.recall_plateau({k: overall[f"recall@{k}"].mean for k in ks}),
         "rank_survival": M.rank_survival([r["first_relevant_rank"] for r in results],
                                          depth=max(int(settings.candidate_window), max(ks))),
-        "failures": {"k": failure_k, "counts": codes, "generation": generation,
-                     "fp2_top_unit_holds_answer": sum(
-                         1 for r in results if r["failure"]["details"].get("top_unit_holds_answer")),
-                     "taxonomy": TAXONOMY},
+        "failures": _failures(results, failure_k, answers),
         "label_audit": {"flagged": sorted([a.as_dict() for a in audits if a.flagged],
                                           key=lambda a: (a["goldset"], a["query_id"])),
                         "n_flagged": len(flagged),
@@ -335,7 +295,46 @@ def build_report(sets: Sequence[GoldSet], results: list[dict], mode: str, ks: Se
                         "n_checked": sum(1 for a in audits if a.status_on_expected != "unchecked")},
         "queries": results,
     }
-    return _rounded(data)
+    return rounded(data)
+
+
+def _metrics(results: list[dict], flagged: set[tuple[str, str]], ks: Sequence[int]) -> dict:
+    """Metrics with CIs over every question, without and with the suspected gold errors,
+    and by gold set, difficulty and category."""
+    def agg(rows: list[dict]) -> dict:
+        return {name: est.as_dict(FLOAT_DIGITS)
+                for name, est in M.aggregate([r["metrics"] for r in rows], ks, seed=BOOTSTRAP_SEED).items()}
+
+    def grouped(key: Callable[[dict], str]) -> dict:
+        groups: dict[str, list[dict]] = {}
+        for r in results:
+            groups.setdefault(key(r) or "(none)", []).append(r)
+        return {name: agg(rows) for name, rows in sorted(groups.items())}
+
+    suspect = [r for r in results if (r["goldset"], r["query_id"]) in flagged]
+    return {"all": agg(results),
+            "excluding_flagged": agg([r for r in results if (r["goldset"], r["query_id"]) not in flagged]),
+            "label_suspect": agg(suspect) if suspect else {},
+            "by_goldset": grouped(lambda r: r["goldset"]),
+            "by_difficulty": grouped(lambda r: r["difficulty"]),
+            "by_category": grouped(lambda r: r["category"])}
+
+
+def _failures(results: list[dict], failure_k: int, answers: bool) -> dict:
+    """Failure codes counted at ``failure_k``; FP4-FP7 only when answers were generated."""
+    generation: dict[str, Any]
+    if answers:
+        generation = {"assessed": True,
+                      "counts": _count([r["answer"]["failure"]["code"] for r in results],
+                                       GENERATION_CODES + (NOT_ASSESSED,))}
+    else:
+        generation = {"assessed": False,
+                      "note": "FP4-FP7 not assessed: no answers were generated (run with --answers)"}
+    return {"k": failure_k, "counts": _count([r["failure"]["code"] for r in results], RETRIEVAL_CODES),
+            "generation": generation,
+            "fp2_top_unit_holds_answer": sum(
+                1 for r in results if r["failure"]["details"].get("top_unit_holds_answer")),
+            "taxonomy": TAXONOMY}
 
 
 # --- the index side -------------------------------------------------------------
@@ -422,38 +421,7 @@ def _answer_one(query: GoldQuery, ranking: Ranking | None, settings: Settings, a
             "model": getattr(generated, "model", ""), "failure": failure.as_dict()}
 
 
-# --- reports on disk ------------------------------------------------------------
-
-def save_report(report: ReportT, settings: Settings) -> ReportT:
-    """Write a report as runs_dir/<run_id>.json; the same report, with its path.
-
-    Written to a temporary file and renamed, so a reader (the runs list, the
-    app) never sees half a report.
-    """
-    runs_dir = settings.path("runs_dir")
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    path = runs_dir / f"{report.run_id}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(report.to_json(), encoding="utf-8")
-    tmp.replace(path)
-    return dataclasses.replace(report, path=path)
-
-
-def read_report(path: Path, schema: str, kind: str) -> tuple[str, dict, dict]:
-    """(run_id, data, timings) of the report at ``path``; RunNotFound unless it is a ``schema`` report.
-
-    ``kind`` names the report in the message ("run", "tuning").
-    """
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunNotFound(f"{path}: not a readable {kind} report ({type(exc).__name__})") from None
-    if not isinstance(raw, dict) or raw.get("schema") != schema:
-        raise RunNotFound(f"{path}: not a ragloupe {kind} report")
-    timings = raw.pop("timings", {})
-    run_id = raw.pop("run_id", path.stem)
-    return run_id, raw, timings
-
+# --- runs on disk ---------------------------------------------------------------
 
 def load_run(ref: str | Path, settings: Settings | None = None) -> RunReport:
     """A run by path, by id, or by a unique prefix of its id."""
@@ -497,27 +465,6 @@ def list_runs(settings: Settings | None = None) -> list[dict]:
 
 # --- helpers --------------------------------------------------------------------
 
-def canonical_json(data: Any) -> str:
-    return json.dumps(_rounded(data), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
-
-
-def content_hash(data: Any) -> str:
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
-
-
-def _rounded(value: Any) -> Any:
-    """Floats rounded to FLOAT_DIGITS everywhere, tuples as lists: one spelling per value."""
-    if isinstance(value, float):
-        return round(value, FLOAT_DIGITS) + 0.0  # + 0.0 turns -0.0 into 0.0
-    if isinstance(value, Mapping):
-        return {str(k): _rounded(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_rounded(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def _count(codes: Iterable[str], vocabulary: Sequence[str]) -> dict[str, int]:
     counts = {code: 0 for code in vocabulary}
     for code in codes:
@@ -531,3 +478,6 @@ def _display_path(path: str) -> str:
         return str(Path(path).resolve().relative_to(PROJECT_ROOT))
     except ValueError:
         return str(path)
+
+
+_rounded = rounded  # tuning.py's name for it, until it imports reports.rounded

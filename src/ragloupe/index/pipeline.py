@@ -213,18 +213,9 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
             raise StaleIndex(f"{reason}: {ACTION}, or restore the previous settings",
                              action=Action.REBUILD_INDEX)
         store = open_store(settings)
-        if rebuild and paths:
-            # A rebuild drops everything, so it re-reads everything the index held, not only
-            # PATHS: otherwise the other folders' documents would vanish until a plain run.
-            given = {Path(p).resolve() for p in paths}
-            paths = [*paths, *(r for r in default_roots(manifest, settings)
-                               if r.exists() and r not in given)]
         if rebuild:
-            roots = list(manifest.roots)
-            store.reset()
-            manifest = Manifest.empty(settings)
-            manifest.roots = roots
-            manifest.save()
+            paths = _rebuild_paths(paths, manifest, settings)
+            manifest = _emptied(manifest, store, settings)
             summary.rebuilt = True
         # Past the stale check, the settings in force are the index's: equal, or the
         # index holds no document yet, or it was just rebuilt.
@@ -237,24 +228,10 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
         # Remember where sources live, so `ragloupe index` without PATHS finds them again.
         manifest.roots = sorted(r for r in set(manifest.roots) | set(the_plan.roots)
                                 if Path(r).is_dir() or (Path(r).is_file() and is_source(Path(r))))
-        for root in the_plan.missing_roots:
-            summary.errors.append(FileError(root, doc_id_for(Path(root)), "no such file or directory"))
-        for path in the_plan.unsupported:
-            summary.errors.append(FileError(path, doc_id_for(Path(path)),
-                                            f"unsupported file type {Path(path).suffix or '(none)'}: "
-                                            f"expected {EXPECTED}"))
-
         for doc_id in the_plan.deleted:
             summary.chunks_removed += _remove_document(manifest, store, doc_id)
             summary.deleted.append(doc_id)
-
-        by_path = manifest.by_path()
-        summary.unchanged = sorted(by_path[p].doc_id for p in the_plan.unchanged)
-        for p in the_plan.unchanged:  # a refused file stays refused until it changes
-            entry = by_path[p]
-            if entry.state == "refused":
-                summary.errors.append(FileError(p, entry.doc_id, entry.error or "refused",
-                                                list(entry.findings)))
+        _note_untouched(the_plan, manifest, summary)
         embedder = get_embedder(settings) if the_plan.to_ingest else None
         if embedder is not None:  # refuse impossible chunk settings before any file is touched
             content_budget(embedder.tokenizer, settings, embedder.max_seq_length)
@@ -277,6 +254,44 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
     timings["total"] = time.perf_counter() - started
     summary.timings = {k: round(v, 3) for k, v in timings.items()}
     return summary
+
+
+def _rebuild_paths(paths: Sequence[str | Path] | None, manifest: Manifest,
+                   settings: Settings) -> Sequence[str | Path] | None:
+    """A rebuild drops everything, so it re-reads everything the index held, not only
+    PATHS: otherwise the other folders' documents would vanish until a plain run."""
+    if not paths:
+        return paths
+    given = {Path(p).resolve() for p in paths}
+    return [*paths, *(r for r in default_roots(manifest, settings) if r.exists() and r not in given)]
+
+
+def _emptied(manifest: Manifest, store: Store, settings: Settings) -> Manifest:
+    """Drop every chunk and write an empty manifest that keeps the roots (under the lock)."""
+    roots = list(manifest.roots)
+    store.reset()
+    emptied = Manifest.empty(settings)
+    emptied.roots = roots
+    emptied.save()
+    return emptied
+
+
+def _note_untouched(the_plan: IndexPlan, manifest: Manifest, summary: IndexSummary) -> None:
+    """Record what the run leaves alone: missing or unsupported paths (as errors), unchanged
+    sources, and refused files, which stay refused until they change."""
+    for root in the_plan.missing_roots:
+        summary.errors.append(FileError(root, doc_id_for(Path(root)), "no such file or directory"))
+    for path in the_plan.unsupported:
+        summary.errors.append(FileError(path, doc_id_for(Path(path)),
+                                        f"unsupported file type {Path(path).suffix or '(none)'}: "
+                                        f"expected {EXPECTED}"))
+    by_path = manifest.by_path()
+    summary.unchanged = sorted(by_path[p].doc_id for p in the_plan.unchanged)
+    for p in the_plan.unchanged:
+        entry = by_path[p]
+        if entry.state == "refused":
+            summary.errors.append(FileError(p, entry.doc_id, entry.error or "refused",
+                                            list(entry.findings)))
 
 
 def _index_document(doc: SourceDoc, manifest: Manifest, store: Store, embedder, settings: Settings,
@@ -456,8 +471,4 @@ def clear_index(settings: Settings) -> None:
     next run indexes the same sources from scratch.
     """
     with index_lock(settings):
-        roots = list(Manifest.load(settings).roots)
-        open_store(settings).reset()
-        manifest = Manifest.empty(settings)
-        manifest.roots = roots
-        manifest.save()
+        _emptied(Manifest.load(settings), open_store(settings), settings)
