@@ -4,6 +4,14 @@ This is the only module that reads os.environ. Every knob has a default here,
 is documented in .env.example, and can be overridden per call with
 ``settings.replace(name=value)``. ``settings.sources`` says where each value
 came from (default, .env or environment), for the Run info page.
+
+The parsing is written out here rather than left to pydantic-settings (which
+chromadb pulls in): pydantic's lax coercion accepts what these rules refuse
+("t" and "y" as booleans, True as 1, "1.0" as a whole number, "inf" and "nan"
+as numbers), its strict mode refuses every string from the environment, and it
+does not say which source a value came from; keeping today's one-line messages,
+choices with did-you-mean and the sources would mean a validator per type, the
+same code again behind another API.
 """
 
 from __future__ import annotations
