@@ -74,7 +74,8 @@ def test_every_mode_ranks_the_obvious_chunk_first(small_index, mode):
 def test_timings_cover_each_stage_that_ran(small_index):
     ranking = search("capital expenditure hospital", "hybrid+rerank", 5, settings=small_index)
     assert {"query_embedding", "dense", "bm25", "fusion", "rerank", "total"} <= set(ranking.timings)
-    assert all(seconds >= 0 for seconds in ranking.timings.values())
+    stages = {name: s for name, s in ranking.timings.items() if name != "total"}
+    assert ranking.timings["total"] >= max(stages.values()) > 0  # each stage is timed inside the total
 
 
 def test_document_filter_scopes_both_engines(small_index):
