@@ -4,12 +4,14 @@ with upload switched on, and `ragloupe serve` itself started as a process."""
 from __future__ import annotations
 
 import base64
+import ipaddress
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from api_server import ApiServer
@@ -168,6 +170,10 @@ def test_serve_listens_on_loopback_and_answers_health(isolated_dirs):
     process = _serve(["--port", str(port)], {**os.environ, "RAGLOUPE_LLM_BACKEND": "none"})
     try:
         wait_until_ready(f"http://127.0.0.1:{port}/health", process, timeout_s=60)
+        sockets = psutil.Process(process.pid).net_connections(kind="inet")
+        listening = [s.laddr for s in sockets if s.status == psutil.CONN_LISTEN]
+        assert listening and {address.port for address in listening} == {port}
+        assert all(ipaddress.ip_address(address.ip).is_loopback for address in listening), listening
     finally:
         process.terminate()
         process.wait(timeout=30)
