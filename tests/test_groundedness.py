@@ -202,10 +202,18 @@ def test_sentence_without_figures_is_unverifiable_not_a_pass(finance_pages):
     assert result.tokens == () and result.checkable_share == 0.0
 
 
-def test_negated_claim_with_present_figure_passes_the_documented_limit(finance_pages):
-    result = run_screen("NHS Grampian did not receive £47.3m of non-repayable funding [1].", finance_pages)
-    assert result.verdict == "NOT_CONTRADICTED"
-    assert "negated" in result.limits
+NEGATED = "NHS Grampian did not receive £47.3m of non-repayable funding [1]."
+
+
+@pytest.mark.xfail(strict=True, reason="known false pass: the screen matches figures, not meaning, "
+                                       "so a negated sentence whose figure is on the cited page "
+                                       "passes as NOT_CONTRADICTED (groundedness.LIMITS)")
+def test_a_negated_claim_is_not_passed(finance_pages):
+    assert run_screen(NEGATED, finance_pages).verdict != "NOT_CONTRADICTED"
+
+
+def test_the_screen_names_negation_among_its_limits(finance_pages):
+    assert "negated" in run_screen(NEGATED, finance_pages).limits
 
 
 def test_one_unsupported_figure_makes_the_answer_unsupported(finance_pages):
