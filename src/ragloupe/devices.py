@@ -11,13 +11,9 @@ runs on onnxruntime's CPU kernels whatever the setting says.
 
 from __future__ import annotations
 
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import DeviceUnavailable
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
-
-
-class DeviceUnavailable(RagloupeError):
-    """RAGLOUPE_DEVICE names a device this torch cannot use."""
 
 
 def available_devices() -> list[str]:

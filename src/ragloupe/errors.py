@@ -129,6 +129,24 @@ class OnnxUnavailable(RagloupeError):
     kind = Kind.UNAVAILABLE
 
 
+class EmbeddingServerUnavailable(RagloupeError):
+    """The embedding server cannot be reached, refused the request, or did not answer in time."""
+
+    kind = Kind.UNAVAILABLE
+
+
+class EmbeddingServerBadOutput(RagloupeError):
+    """The embedding server answered, but not with one usable vector per text."""
+
+    kind = Kind.BAD_REPLY
+
+
+class DeviceUnavailable(RagloupeError):
+    """RAGLOUPE_DEVICE names a device this torch cannot use."""
+
+    kind = Kind.UNAVAILABLE
+
+
 # --- settings and options ---------------------------------------------------------------
 
 class SettingsInvalid(RagloupeError, ValueError):
@@ -191,6 +209,18 @@ class RunNotFound(RagloupeError):
 
 class RunsNotComparable(RagloupeError):
     """Two runs share no gold question, so there is nothing to pair."""
+
+    kind = Kind.INVALID
+
+
+class GateInvalid(RagloupeError):
+    """A gate written in a way that cannot be checked."""
+
+    kind = Kind.INVALID
+
+
+class OutsideRunInvalid(RagloupeError):
+    """A run file or retriever with problems: nothing of it was scored or saved."""
 
     kind = Kind.INVALID
 

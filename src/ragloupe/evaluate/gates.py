@@ -12,14 +12,10 @@ from __future__ import annotations
 import re
 from typing import Mapping, Sequence
 
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import GateInvalid
 from ragloupe.evaluate.compare import Comparison
 
 _METRIC = re.compile(r"^(hit|recall|ndcg|mrr)(@\d+)?$")
-
-
-class GateInvalid(RagloupeError):
-    """A gate written in a way that cannot be checked."""
 
 
 def parse_floors(text: str) -> dict[str, float]:

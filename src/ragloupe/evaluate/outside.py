@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ragloupe.config import Settings
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import OutsideRunInvalid, RagloupeError
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.audit import audit_queries
 from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldsets
@@ -48,15 +48,6 @@ TREC_FIELDS = ("qid", "Q0", "docno", "rank", "score", "tag")
 FP3_NOTE = ("FP3 is not judged for a ranking made outside ragloupe: it names units, not the chunks "
             "it handed on, so each unit counts as handed on whole")
 _PAGE = re.compile(r"p(\d+)")
-
-
-class OutsideRunInvalid(RagloupeError):
-    """A run file or retriever with problems: nothing of it was scored or saved."""
-
-    def __init__(self, label: str, problems: Sequence["RunProblem"]):
-        self.problems = list(problems)
-        super().__init__(f"{label}: {len(self.problems)} problem(s), nothing scored or saved; "
-                         f"first: {self.problems[0]}")
 
 
 @dataclass(frozen=True)

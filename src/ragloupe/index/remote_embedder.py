@@ -23,20 +23,12 @@ from typing import Sequence
 import numpy as np
 
 from ragloupe.config import BUNDLED_MODEL, Settings
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import EmbeddingServerBadOutput, EmbeddingServerUnavailable
 from ragloupe.httpjson import Service, request_json, snippet
 
 BACKENDS = ("ollama", "openai")
 MAX_TOKENS = 512  # mxbai-embed-large, bge and e5 models read 512; larger chunks would be cut
 _PROBE_TIMEOUT_S = 5.0
-
-
-class EmbeddingServerUnavailable(RagloupeError):
-    """The embedding server cannot be reached, refused the request, or did not answer in time."""
-
-
-class EmbeddingServerBadOutput(RagloupeError):
-    """The embedding server answered, but not with one usable vector per text."""
 
 
 @dataclass
