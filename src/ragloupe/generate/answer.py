@@ -184,11 +184,7 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
 
     prompt = build_prompt(query, [p.chunk for p in passages])
     started = time.perf_counter()
-    try:
-        text = client.generate(prompt, system=SYSTEM)
-    except LlmUnavailable as exc:
-        message = str(exc)
-        raise LlmUnavailable(message if NO_LLM_HINT in message else f"{message}; {NO_LLM_HINT}") from exc
+    text = _generate(client, prompt)
     timings["generate"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -201,13 +197,7 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
     choose = getattr(client, "choose", None)
     if not citations and not not_in_context and callable(choose) and len(passages) >= 2:
         started = time.perf_counter()
-        _, all_scores = choose(support_prompt(prompt, text), passage_options(len(passages)), system=SYSTEM)
-        scores = tuple(round(score, 4) for score in all_scores)
-        chosen = confident_choice(all_scores, CHOICE_MARGIN_NATS)
-        if chosen is not None:
-            text = with_citation(text, chosen + 1)
-            citations = [dataclasses.replace(c, picked=True) for c in parse_citations(text, chunks)]
-            method = CONSTRAINED
+        text, citations, method, scores = _pick_citation(choose, prompt, text, chunks)
         timings["choose"] = time.perf_counter() - started
     return Answer(
         query=query, text=text, citations=tuple(citations),
@@ -216,6 +206,29 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
         context_tokens=sum(p.n_tokens for p in passages),
         budget_tokens=settings.context_budget_tokens, mode=ranking.mode, timings=timings,
         citation_method=method, support_scores=scores, gates=gates)
+
+
+def _generate(client: LlmClient, prompt: str) -> str:
+    """The model's answer; an unreachable model says what to do (NO_LLM_HINT) once."""
+    try:
+        return client.generate(prompt, system=SYSTEM)
+    except LlmUnavailable as exc:
+        message = str(exc)
+        raise LlmUnavailable(message if NO_LLM_HINT in message else f"{message}; {NO_LLM_HINT}") from exc
+
+
+def _pick_citation(choose, prompt: str, text: str, chunks: Sequence) -> tuple[str, list, str, tuple[float, ...]]:
+    """A model that cited nothing picks the passage its answer rests on, by constrained
+    decoding; the citation is added only when the pick wins by CHOICE_MARGIN_NATS, and is
+    marked picked (never evidence). Returns (text, citations, method, scores)."""
+    _, all_scores = choose(support_prompt(prompt, text), passage_options(len(chunks)), system=SYSTEM)
+    scores = tuple(round(score, 4) for score in all_scores)
+    chosen = confident_choice(all_scores, CHOICE_MARGIN_NATS)
+    if chosen is None:
+        return text, [], "", scores
+    text = with_citation(text, chosen + 1)
+    citations = [dataclasses.replace(c, picked=True) for c in parse_citations(text, chunks)]
+    return text, citations, CONSTRAINED, scores
 
 
 def context_gates(passages: Sequence[Passage], ranking: Ranking, settings: Settings,
