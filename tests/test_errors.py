@@ -14,7 +14,7 @@ from ragloupe.errors import COMMAND_LINE_WORDS, Action, Kind, RagloupeError, Sta
 
 SRC = PROJECT_ROOT / "src" / "ragloupe"
 # Still defined where they are raised, inside code being reworked this round (retrieve/,
-# evaluate/tuning.py); api/app.py gives them their kinds until they move here.
+# evaluate/tune_space.py); api/app.py gives them their kinds until they move here.
 PENDING = {"InvalidSearch", "LearnedModelMismatch", "RerankerUnavailable", "TuningError"}
 
 
@@ -59,7 +59,7 @@ def test_the_api_answers_each_error_with_its_kinds_status(name, status):
 
 def test_the_errors_still_defined_in_retrieve_and_tuning_keep_their_statuses():
     from ragloupe.api.app import status_for
-    from ragloupe.evaluate.tuning import TuningError
+    from ragloupe.evaluate.tune_space import TuningError
     from ragloupe.retrieve.learned import LearnedModelMismatch
     from ragloupe.retrieve.rerank import RerankerUnavailable
     from ragloupe.retrieve.search import InvalidSearch

@@ -15,11 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ragloupe.config import COLLECTION_DIRS, COLLECTION_NAME, DEFAULT_COLLECTION, Settings
-from ragloupe.errors import RagloupeError
-
-
-class CollectionExists(RagloupeError):
-    pass
+from ragloupe.errors import CollectionExists
 
 
 @dataclass(frozen=True)

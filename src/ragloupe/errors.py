@@ -247,3 +247,15 @@ class UploadRefused(RagloupeError):
 
 class UploadTooLarge(RagloupeError):
     kind = Kind.TOO_LARGE
+
+
+class SourceUnavailable(RagloupeError):
+    """The cited document's file cannot be served: gone, changed since indexing, or not a PDF."""
+
+    kind = Kind.NOT_FOUND
+
+
+# --- collections ----------------------------------------------------------------------------
+
+class CollectionExists(RagloupeError):
+    kind = Kind.CONFLICT

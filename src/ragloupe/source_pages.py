@@ -16,14 +16,10 @@ import io
 from pathlib import Path
 
 from ragloupe.config import Settings
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import SourceUnavailable
 
 RENDER_WIDTH_PX = 1100  # wide enough to read a table's figures, small enough to send quickly
 MAX_RENDER_WIDTH_PX = 2400
-
-
-class SourceUnavailable(RagloupeError):
-    """The cited document's file cannot be served: gone, changed since indexing, or not a PDF."""
 
 
 def source_file(settings: Settings, doc_id: str, manifest=None) -> Path:

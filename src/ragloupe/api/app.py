@@ -69,9 +69,9 @@ def create_app(settings: Settings, warm: bool = False) -> FastAPI:
 
 def status_for(exc: RagloupeError) -> int:
     """The HTTP status of a named error: its kind's, from errors.py."""
-    # These four are still defined in retrieve/ and evaluate/tuning.py (being reworked
+    # These four are still defined in retrieve/ and evaluate/tune_space.py (being reworked
     # there) without a kind of their own; they move into errors.py with that work.
-    from ragloupe.evaluate.tuning import TuningError
+    from ragloupe.evaluate.tune_space import TuningError
     from ragloupe.retrieve.learned import LearnedModelMismatch
     from ragloupe.retrieve.rerank import RerankerUnavailable
     from ragloupe.retrieve.search import InvalidSearch
