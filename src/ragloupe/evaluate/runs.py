@@ -100,10 +100,7 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     """
     settings = settings or get_settings()
     ks = normalise_ks(ks)
-    if scope not in SCOPES:
-        raise GoldSetInvalid(f"unknown scope {scope!r}; use doc or all")
-    if failure_k < 1:
-        raise GoldSetInvalid("the failure cutoff k must be at least 1")
+    _check_scope_and_cutoff(scope, failure_k)
     sets = load_goldsets(goldsets)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
@@ -145,6 +142,14 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     if write:
         report = save_report(report, settings)
     return report
+
+
+def _check_scope_and_cutoff(scope: str, failure_k: int) -> None:
+    """GoldSetInvalid, before anything runs, for a scope or failure cutoff that does not exist."""
+    if scope not in SCOPES:
+        raise GoldSetInvalid(f"unknown scope {scope!r}; use doc or all")
+    if failure_k < 1:
+        raise GoldSetInvalid("the failure cutoff k must be at least 1")
 
 
 def _timings(started_at: str, total_s: float, seconds: dict[str, list[float]]) -> dict:
