@@ -45,10 +45,17 @@ def test_different_years_and_different_documents_are_not_compared():
 
 
 def test_table_figures_are_labelled_by_row_and_column_year():
-    table = _chunk("t", "| Item | 2021 £000 | 2020 £000 |\n|---|---|---|\n| Staff costs | 500 | 450 |",
-                   kind="table")
+    table = _chunk("t", "| Item | 2021 £000 | 2020 £000 |\n|---|---|---|\n| Staff costs | 1,500 | 1,450 |"
+                        "\n| Section | 7.1 | 7.2 |", kind="table")
+    # A bare 7.1 says nothing of what it is (a section number?): it is no figure to compare.
     assert [(s.label, s.quantity.raw) for s in statements(table, 1)] == [
-        (("staff", "cost", "2021"), "500"), (("staff", "cost", "2020"), "450")]
+        (("staff", "cost", "2021"), "1,500"), (("staff", "cost", "2020"), "1,450")]
+
+
+def test_a_limit_and_its_underspend_are_two_figures_not_one():
+    limit = _chunk("a", "The core revenue resource limit was £1,278,771 thousand.")
+    underspend = _chunk("b", "The core revenue resource limit was underspent by £769 thousand.", page=4)
+    assert figure_gate([limit, underspend], {}).passed
 
 
 def test_a_passage_that_maps_to_no_indexed_unit_fails_the_citation_gate():

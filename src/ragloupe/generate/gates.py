@@ -10,12 +10,15 @@ gate failed, why, and which passages it saw.
   manifest that disagree, a chunk with no page) could be cited but never
   opened, so an answer from it could not be checked.
 - ``figures``: a figure stated in two passages of the same source must agree.
-  A figure is a distinctive quantity (currency, percent, scale, separators,
-  three digits or more; never a year) with its label: in prose the last
-  LABEL_WORDS content words before it in its sentence, in a table chunk the
-  row's first cell and the column's header. Two passages of one scope giving
-  one label two values that cannot be the same amount (numbers.same_quantity)
-  are inconsistent: the model would have to pick one, and nothing says which.
+  A figure is an amount that says what it is (a currency, a percent, a scale
+  or thousands separators; never a year) with a label of at least
+  MIN_LABEL_WORDS words: in prose the last LABEL_WORDS content words before it
+  in its sentence, in a table chunk the row's first cell and the column's
+  header. Two passages of one scope giving one label two values that cannot be
+  the same amount (numbers.same_quantity) but are within MAX_RATIO of each
+  other are inconsistent: the model would have to pick one, and nothing says
+  which. Labels are a heuristic: benchmarks/answer_gates.py measures how often
+  the gate fires on the shipped gold questions' real contexts.
   The scope is the document's own fiscal period when search found one (two
   reports of one year must agree), else the document: different years'
   reports legitimately give one line two values.
@@ -35,7 +38,8 @@ from ragloupe.table_chunks import parse_markdown_table
 
 GATES = ("citations", "figures")
 LABEL_WORDS = 4  # content words before a figure that name it
-MIN_LABEL_WORDS = 2  # a one-word label ("total") names too many figures to compare them
+MIN_LABEL_WORDS = 3  # shorter labels ("total", "revenue limit") name too many figures to compare them
+MAX_RATIO = 10.0  # two values further apart than this are two figures, not one stated twice
 
 _SENTENCE_END = re.compile(r"(?<=[.;:!?])\s+|\n+")
 
@@ -129,7 +133,7 @@ def _conflict(found: list[Statement]) -> tuple[Statement, Statement] | None:
     for i, a in enumerate(found):
         for b in found[i + 1:]:
             if a.passage != b.passage and a.quantity.percent == b.quantity.percent \
-                    and not same_quantity(a.quantity, b.quantity):
+                    and not same_quantity(a.quantity, b.quantity) and _close(a.quantity, b.quantity):
                 return a, b
     return None
 
@@ -146,7 +150,7 @@ def statements(chunk: Chunk, number: int) -> list[Statement]:
                 continue
             label = label_tokens(sentence[previous_end:quantity.start])[-LABEL_WORDS:]
             previous_end = quantity.end
-            if quantity.distinctive and len(label) >= MIN_LABEL_WORDS:
+            if _comparable(quantity) and len(label) >= MIN_LABEL_WORDS:
                 found.append(Statement(number, label, quantity))
     return found
 
@@ -182,4 +186,14 @@ def _words(text: str):
 
 
 def _comparable(quantity: Quantity) -> bool:
-    return quantity.distinctive and not is_year(quantity)
+    """An amount that says what it is: a currency, a percent, a scale or thousands separators.
+    A bare "7.1" or "769" may be a section number or a cell of some other column."""
+    marked = quantity.currency or quantity.percent or quantity.scale != 1.0 or "," in quantity.raw
+    return bool(marked) and not is_year(quantity)
+
+
+def _close(a: Quantity, b: Quantity) -> bool:
+    """Within MAX_RATIO of each other under some reading of each (a restated figure is off by a
+    little; a limit and its underspend, by orders of magnitude)."""
+    pairs = [(x, y) for x in a.candidates for y in b.candidates if x > 0 and y > 0]
+    return any(max(x, y) / min(x, y) <= MAX_RATIO for x, y in pairs)
