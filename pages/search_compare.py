@@ -18,7 +18,7 @@ from ragloupe.ui.guard import page_errors
 from ragloupe.ui.sidebar import examiner
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.navigation import page_file
-from ragloupe.ui.tables import comparison_columns, comparison_frame, comparison_styler
+from ragloupe.ui.tables import column_width, comparison_columns, comparison_frame, comparison_styler
 from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import md_escape, query_terms
 from ragloupe.ui.labelling import label_form
@@ -194,15 +194,15 @@ with page_errors():
         if one_doc and rows:
             st.caption(f"Document: {md_escape(rows[0].doc_id)}")
         frame = comparison_frame(rows, modes_shown, show_doc=not one_doc, level=level)
-        config = {"gold": st.column_config.TextColumn("gold", width="small", pinned=True),
+        config = {"gold": st.column_config.TextColumn("gold", width=column_width("gold"), pinned=True),
                   "page": st.column_config.TextColumn("record" if any(r.record_id for r in rows)
-                                                      else "page", width="small", pinned=True),
-                  "chunk": st.column_config.NumberColumn("chunk", width="small", pinned=True,
+                                                      else "page", width=column_width("page"), pinned=True),
+                  "chunk": st.column_config.NumberColumn("chunk", width=column_width("chunk"), pinned=True,
                                                          help="position of the chunk on its page"),
-                  "doc": st.column_config.TextColumn("doc", pinned=True),
+                  "doc": st.column_config.TextColumn("doc", width=column_width("doc"), pinned=True),
                   "section": st.column_config.TextColumn("section", width="large")}
         for name, (header, help_text) in comparison_columns(modes_shown).items():
-            config[name] = st.column_config.Column(header, help=help_text, width="small")
+            config[name] = st.column_config.Column(header, help=help_text, width=column_width(name))
         event = None if reader else st.dataframe(
             comparison_styler(frame, modes_shown, k), hide_index=True, width="stretch", column_config=config,
             key=f"{PAGE}.table", on_select="rerun", selection_mode="single-row",

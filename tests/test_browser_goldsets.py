@@ -48,7 +48,9 @@ def _label(page, url: str, question: str, unit: str, answer: str) -> None:
     _settle(page)
     grid = page.locator('[data-testid="stDataFrame"]').first
     grid.scroll_into_view_if_needed()
-    _shot(page, f"goldsets_table_{unit.replace('#', '_')}", full_page=False)  # three modes at 1280 px
+    headers = [h.strip() for h in grid.locator("th").all_inner_texts()]
+    assert {"→dense", "→bm25", "→hybrid"} <= set(headers), headers  # three modes fit in 1280 px
+    _shot(page, f"goldsets_table_{unit.replace('#', '_')}", full_page=False)
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection box
     page.get_by_text(f"Mark {unit} as the right answer").wait_for()

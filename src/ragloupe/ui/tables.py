@@ -92,7 +92,7 @@ ABSENT_SCORE = -1e9
 AGREE_TINT, IN_TOP_TINT, OUT_TINT = "", "#dcefd5", "#fbe3c8"
 SHARED_COLUMNS = {
     "dense rank": ("dense #", "the dense engine's best rank of this row's chunks (the same in every mode)"),
-    "cosine": ("cosine", "that chunk's cosine similarity to the question"),
+    "cosine": ("cos", "that chunk's cosine similarity to the question"),
     "bm25 rank": ("bm25 #", "the BM25 engine's best rank of this row's chunks (the same in every mode)"),
     "bm25 score": ("bm25", "that chunk's BM25 score"),
     "RRF": ("RRF", "the best weighted reciprocal-rank-fusion score of this row's chunks"),
@@ -105,8 +105,18 @@ def comparison_columns(modes: list[str]) -> dict[str, tuple[str, str]]:
     """The table's number columns: name -> (header, help text). Each engine once, then a rank per mode."""
     columns = dict(SHARED_COLUMNS)
     for mode in modes:
-        columns[mode_column(mode)] = (f"{mode}: rank", f"the final rank {mode} gave it (grey: below its top k)")
+        columns[mode_column(mode)] = (f"→{mode}", f"the final rank {mode} gave it (grey: below its top k)")
     return columns
+
+
+# Pixel widths that fit three modes, the doc column and the selection box in 1280 px with the sidebar open.
+COLUMN_WIDTHS = {"gold": 40, "doc": 84, "page": 60, "chunk": 50, "kind": 50, "dense rank": 60, "cosine": 56,
+                 "bm25 rank": 60, "bm25 score": 56, "RRF": 62, "learned": 62}
+
+
+def column_width(name: str) -> int:
+    """A column's width in pixels: a mode's rank column is sized to its name (→hybrid+rerank)."""
+    return COLUMN_WIDTHS.get(name, max(64, 9 * len(name)))
 
 
 def mode_column(mode: str) -> str:
