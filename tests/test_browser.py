@@ -254,6 +254,8 @@ def _progress_texts(page, done, timeout_s: float = 240) -> list[str]:
 def _chosen(page, label: str) -> str:
     """The option a Streamlit selectbox shows as chosen (its input holds the text)."""
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
+    box.scroll_into_view_if_needed()  # far down a long page the grid draws its value only once in view
+    page.wait_for_timeout(300)
     inputs = box.locator("input")
     return (inputs.first.input_value() if inputs.count() else "") or box.inner_text()
 
