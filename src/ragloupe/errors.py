@@ -220,9 +220,20 @@ class GateInvalid(RagloupeError):
 
 
 class OutsideRunInvalid(RagloupeError):
-    """A run file or retriever with problems: nothing of it was scored or saved."""
+    """A run file or retriever with problems: nothing of it was scored or saved.
+
+    ``problems`` are evaluate.outside.RunProblem, every bad line (or question) with its reason.
+    """
 
     kind = Kind.INVALID
+
+    def __init__(self, label: str, problems=()):
+        self.label, self.problems = label, list(problems)
+        first = f"; first: {self.problems[0]}" if self.problems else ""
+        super().__init__(f"{label}: {len(self.problems)} problem(s), nothing scored or saved{first}")
+
+    def __reduce__(self):
+        return self.__class__, (self.label, self.problems)
 
 
 # --- the HTTP API -------------------------------------------------------------------------
