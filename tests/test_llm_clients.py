@@ -34,6 +34,7 @@ def test_ollama_client_returns_message_and_sends_deterministic_options():
     path, request = server.requests[0]
     assert path == "/api/chat"
     assert request["stream"] is False
+    assert request["think"] is False
     assert request["options"] == {"temperature": 0, "seed": 7, "num_predict": 99}
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
 

@@ -111,6 +111,9 @@ class OllamaClient(LlmClient):
             "model": self.model,
             "messages": _messages(prompt, system),
             "stream": False,
+            # ragloupe reads only the reply: a thinking model's trace would spend the call's
+            # deadline on text nobody reads (engineering-rag-assistant sends the same).
+            "think": False,
             "options": {"temperature": 0, "seed": self.settings.llm_seed,
                         "num_predict": self._max_tokens(max_tokens)},
         }
