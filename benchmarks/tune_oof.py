@@ -1,31 +1,31 @@
-"""Out-of-fold retrieval figures from the product's own `ragloupe tune`, for the README.
+"""Out-of-fold retrieval figures per gold-set family, from the product's own `ragloupe tune`.
 
-    .venv/bin/python benchmarks/tune_oof.py [--space full] [--parts doc,all,natech]
+    .venv/bin/python benchmarks/tune_oof.py [--space full] [--parts families,all]
                                             [--chunking 256/64,384/96] [--out PATH]
 
-What it does, in order (on the index RAGLOUPE_INDEX_DIR points at; `make index`
-builds the demo corpus there):
+On the index RAGLOUPE_INDEX_DIR points at, which must hold every family's
+documents: the three Grampian reports, data/benchmarks/natech/guidance.csv and
+the PDFs of data/benchmarks/manuals (`ragloupe index data/benchmarks/grampian/pdf
+data/benchmarks/natech/guidance.csv data/benchmarks/manuals/pdf` into a
+benchmark index of its own; the tests' demo index stays as it is). Questions of
+a document the index lacks are left out, and the JSON says how many.
 
-1. ``doc``: tune on the three shipped Grampian gold sets, each question
-   scoped to its report, leaving one report out at a time (evaluate/tuning.py).
-2. ``all``: the same over the whole index (no document filter; the question
-   names its year, as users do).
-3. ``natech``: tune on the Natech record gold set (guidance.gold.json),
-   leaving one top-level chapter out at a time, then score the configuration
-   it chose on the held-out practitioner set (guidance2.gold.json), which
-   tuning never sees.
+1. ``families``: tune on every tuning gold set of every family at once, each
+   question scoped to its document: ``benchmark`` (grampian/eval/*.eval.json,
+   the 150), ``whole-report`` (grampian/whole/*.whole.json), ``natech``
+   (guidance.gold.json) and ``manuals`` (manuals/eval/*.eval.json). One group
+   per report, Natech chapter and manual is held out in turn; each fold chooses
+   on the worst family's objective (evaluate/tune_folds.py). Per family: the
+   out-of-fold Hit@1 / Hit@3 / MRR@10 with bootstrap CIs, Hit@1 per quarter of
+   the document where the set names it, and the paired test against BM25 alone.
+   Then the configuration chosen on everything is scored by `ragloupe eval`'s
+   evaluate() on the held-out sets, which tuning never reads: every
+   ``*.holdout.json`` and guidance2.gold.json.
+2. ``all``: the Grampian families (benchmark and whole-report) over the whole
+   index (no document filter; the question names its year, as users do).
 
-Each part records the out-of-fold figure of the whole selection procedure
-with its 95% bootstrap CIs, the in-sample best beside it, the gap, the paired
-tests against the settings in force and against BM25 alone, and each fold's
-choice. Written to benchmarks/results/tune_oof.json, with the tuning run ids
-(their full reports are under RAGLOUPE_RUNS_DIR).
-
-``--chunking`` passes chunking variants to tune: every configuration is also
-scored on a scratch index per variant (built under RAGLOUPE_RUNS_DIR/tune-indexes,
-the index in force is only read), and each part then records the per-variant
-figures and the chunking each fold chose. Write those runs elsewhere than
-tune_oof.json (``--out benchmarks/results/tune_chunking.json``).
+Written to benchmarks/results/tune_oof.json with the tuning run ids (their full
+reports are under RAGLOUPE_RUNS_DIR).
 """
 
 from __future__ import annotations
@@ -44,40 +44,73 @@ bootstrap_environment()
 from ragloupe.evaluate import tuning as T  # noqa: E402
 from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 
-GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
-NATECH = PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json"
-NATECH_HELD_OUT = PROJECT_ROOT / "data/benchmarks/natech/guidance2.gold.json"
+BENCH = PROJECT_ROOT / "data/benchmarks"
 RESULTS = PROJECT_ROOT / "benchmarks/results/tune_oof.json"
-PARTS = ("doc", "all", "natech")
+PARTS = ("families", "all")
+
+
+def tuning_goldsets(grampian_only: bool = False) -> list[Path]:
+    """The shipped gold sets tuning may read: never a *.holdout.json, never guidance2 (held out)."""
+    paths = sorted(BENCH.glob("grampian/eval/*.eval.json")) + sorted(BENCH.glob("grampian/whole/*.whole.json"))
+    if not grampian_only:
+        paths += [BENCH / "natech/guidance.gold.json"] + sorted(BENCH.glob("manuals/eval/*.eval.json"))
+    return [p for p in paths if p.is_file() and not T.is_held_out(p)]
+
+
+def held_out_goldsets() -> list[Path]:
+    return sorted(BENCH.glob("*/*/*.holdout.json")) + [BENCH / "natech/guidance2.gold.json"]
 
 
 def headline(report: T.TuneReport) -> dict:
     d = report.data
     return {"run_id": report.run_id, "n_questions": d["n_questions"], "n_configs": d["n_configs"],
-            "groups": d["groups"], "out_of_fold": d["out_of_fold"], "in_sample_best": d["in_sample_best"],
+            "groups": d["groups"], "selection": d.get("selection"), "families": d.get("families"),
+            "out_of_fold": d["out_of_fold"], "in_sample_best": d["in_sample_best"],
             "optimism_gap": d["optimism_gap"], "current": d["current"], "bm25_alone": d["bm25_alone"],
             "versus": d["versus"], "decision": d["decision"], "replay_check": d["replay_check"],
             "chunking": d.get("chunking"), "indexes": report.timings.get("indexes"),
             "seconds": report.timings.get("total_s")}
 
 
-def held_out_check(report: T.TuneReport, path: Path, settings) -> dict:
-    """The configuration tuning chose, scored by `ragloupe eval`'s own evaluate() on a set it never saw."""
+def quarters_oof(report: T.TuneReport, paths: list[Path]) -> dict:
+    """Per family, out-of-fold Hit@1 per quarter of the document, for the sets that name each question's quarter."""
+    quarter = {}
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for query in data.get("queries", []) if isinstance(data, dict) else []:
+            if query.get("quarter"):
+                quarter[(load_goldset(path).name, query["query_id"])] = int(query["quarter"])
+    found: dict[str, dict[int, list[float]]] = {}
+    for row in report.data["queries"]:
+        q = quarter.get((row["goldset"], row["query_id"]))
+        if q:
+            found.setdefault(row["family"], {}).setdefault(q, []).append(row["oof_hit@1"])
+    return {family: {str(q): {"n": len(v), "hit@1": round(sum(v) / len(v), 4)} for q, v in sorted(by.items())}
+            for family, by in found.items()}
+
+
+def held_out_check(report: T.TuneReport, settings) -> dict:
+    """The configuration tuning chose, scored by `ragloupe eval`'s evaluate() on sets it never saw."""
     from ragloupe.evaluate.runs import evaluate
 
-    if not path.is_file():
-        return {"note": f"{path.name} is not there"}
     chosen = report.data["in_sample_best"]["config"]
     if any(chosen.get(name, getattr(settings, name)) != getattr(settings, name) for name in T.CHUNKING_KNOBS):
         return {"note": f"the chosen chunking {chosen['chunk_tokens']}/{chosen['chunk_overlap']} is not the "
-                        f"index's: {path.name} can be scored on it only after `ragloupe index --rebuild`"}
+                        "index's: the held-out sets can be scored on it only after `ragloupe index --rebuild`"}
     configured = settings.replace(**{k: v for k, v in chosen.items() if k != "mode"})
-    run = evaluate([load_goldset(path)], mode=chosen["mode"], scope="doc", settings=configured)
-    current = evaluate([load_goldset(path)], mode=settings.mode, scope="doc", settings=settings)
-    pick = lambda r: {k: r.aggregates[k] for k in ("hit@1", "hit@3", "recall@1", "recall@3", "mrr")}  # noqa: E731
-    return {"goldset": path.name, "chosen": {"label": report.data["in_sample_best"]["label"],
-                                             "run_id": run.run_id, **pick(run)},
-            "settings_in_force": {"run_id": current.run_id, **pick(current)}}
+    out = {"chosen": report.data["in_sample_best"]["label"]}
+    for path in held_out_goldsets():
+        if not path.is_file():
+            continue
+        row = {}
+        for name, (mode, s) in {"chosen": (chosen["mode"], configured),
+                                "bm25": ("bm25", settings.replace(query_analysis=False))}.items():
+            run = evaluate([load_goldset(path)], mode=mode, scope="doc", settings=s)
+            row[name] = {"run_id": run.run_id, "n": run.data.get("n_queries", run.data.get("n_evaluated")),
+                         **{k: run.aggregates[k] for k in ("hit@1", "hit@3", "recall@1", "recall@3", "mrr")
+                            if k in run.aggregates}}
+        out[path.name] = row
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,31 +124,29 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     out_path = Path(args.out)
     results = json.loads(out_path.read_text(encoding="utf-8")) if out_path.is_file() else {}
-    results.update({"what": "out-of-fold tuning figures from `ragloupe tune` (evaluate/tuning.py)",
-                    "procedure": "nested leave-one-document-out (Natech: leave one top-level chapter out)",
-                    "index": str(settings.path("index_dir")), "space": args.space,
-                    "chunking": args.chunking or ""})
+    results = {k: v for k, v in results.items() if k in PARTS}  # the parts not rerun stay; older layouts go
+    results.update({"what": "out-of-fold tuning figures per gold-set family from `ragloupe tune` (evaluate/tuning.py)",
+                    "procedure": "nested leave-one-group-out (a report, a Natech chapter, a manual), chosen on "
+                                 "the worst family's objective",
+                    "index": str(settings.path("index_dir")), "space": args.space, "chunking": args.chunking or ""})
     for part in [p.strip() for p in args.parts.split(",") if p.strip()]:
-        started = time.perf_counter()
-        load_before = os.getloadavg()[0]
-        if part in ("doc", "all"):
-            report = T.tune(GRAMPIAN, scope=part, space=args.space, settings=settings, chunking=args.chunking)
-            results[f"grampian_{part}"] = headline(report)
-        elif part == "natech":
-            report = T.tune([NATECH], scope="doc", space=args.space, settings=settings, chunking=args.chunking)
-            results["natech"] = {**headline(report),
-                                 "held_out_set": held_out_check(report, NATECH_HELD_OUT, settings)}
-        else:
+        if part not in PARTS:
             raise SystemExit(f"unknown part {part!r}; use {', '.join(PARTS)}")
-        key = f"grampian_{part}" if part != "natech" else "natech"
-        results[key]["load_average"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
-        oof = results[key]["out_of_fold"]["figures"]
-        print(f"{part}: out-of-fold Hit@1 {oof['hit@1']['mean']:.3f} MRR {oof['mrr']['mean']:.3f} "
-              f"({time.perf_counter() - started:.0f} s)", flush=True)
-        for variant in (results[key]["chunking"] or {}).get("variants", []) if args.chunking else ():
-            best, held = variant["in_sample_best"], variant["out_of_fold"]
-            print(f"  chunking {variant['chunking']}: in-sample best Hit@1 {best['hit@1']:.3f} MRR {best['mrr']:.3f}; "
-                  f"out-of-fold Hit@1 {held['hit@1']:.3f} MRR {held['mrr']:.3f}", flush=True)
+        started, load_before = time.perf_counter(), os.getloadavg()[0]
+        paths = tuning_goldsets(grampian_only=part == "all")
+        report = T.tune(paths, scope="doc" if part == "families" else "all", space=args.space,
+                        settings=settings, chunking=args.chunking)
+        entry = {**headline(report), "goldsets": [p.name for p in paths],
+                 "hit@1_by_quarter": quarters_oof(report, paths)}
+        if part == "families":
+            entry["held_out_sets"] = held_out_check(report, settings)
+        entry["load_average"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
+        results[part] = entry
+        for family, row in (entry["families"] or {}).items():
+            oof = row["out_of_fold"]
+            print(f"{part} {family}: out-of-fold Hit@1 {oof['hit@1']['mean']:.3f} Hit@3 {oof['hit@3']['mean']:.3f} "
+                  f"MRR {oof['mrr']['mean']:.3f}", flush=True)
+        print(f"{part}: {time.perf_counter() - started:.0f} s", flush=True)
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0

@@ -120,9 +120,15 @@ def test_decision_needs_a_paired_win_over_the_settings_in_force():
 
 def test_tune_cli_reports_out_of_fold_and_refuses_to_apply_a_non_win(demo_env, small_gold, tmp_path, capsys):
     env = tmp_path / ".env"
-    code = main(["tune", *map(str, small_gold), "--space", "small", "--apply", "--env-file", str(env), "--json"])
+    unindexed = tmp_path / "manual.json"
+    unindexed.write_text(json.dumps({"_meta": {"doc_id": "a-manual-not-indexed"}, "queries": [
+        {"query_id": "m1", "question": "How is a page laid out?", "expected_pages": [2],
+         "doc_id": "a-manual-not-indexed"}]}), encoding="utf-8")
+    code = main(["tune", *map(str, small_gold), str(unindexed), "--space", "small", "--apply",
+                 "--env-file", str(env), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
+    assert out["not_indexed"] == {"manual": 1} and set(out["families"]) == {"benchmark"}
     assert out["replay_check"]["mismatches"] == []
     assert out["coverage"]["pooled"]["page"]["dimensions"]["position"]["skewed"]  # 24 early questions
     assert set(out["groups"]) == {"Grampian-2020-2021", "Grampian-2021-2022", "Grampian-2022-2023"}

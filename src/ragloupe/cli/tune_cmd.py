@@ -4,9 +4,12 @@
                   [--chunking TOKENS/OVERLAP,...] [--apply [--env-file PATH]] [--json]
     ragloupe tune [GOLDSET ...] --train-learned [--out PATH]
 
-With no GOLDSET, the shipped Grampian gold sets. Each document (or chapter
-group, for records) is held out in turn: the configuration best on the
-others is scored on it. The report gives the in-sample best, the out-of-fold
+With no GOLDSET, every shipped tuning gold set (the Grampian benchmark and
+whole-report sets, the Natech records, the manuals; never a *.holdout.json);
+questions about documents the index does not hold are left out, and the
+report says so. Each document (or chapter group, for records) is held out in
+turn: the configuration whose worst gold-set family does best on the others
+is scored on it, and every family's out-of-fold figure is reported. The report gives the in-sample best, the out-of-fold
 figure of the whole procedure with 95% bootstrap CIs, the gap between them,
 and a paired test against the settings in force; it is written under
 RAGLOUPE_RUNS_DIR. --apply writes the chosen settings to .env only when the
@@ -36,8 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="gold-set JSON files (default: the shipped Grampian gold sets)")
     parser.add_argument("--scope", choices=("doc", "all"), default="doc",
                         help="doc: each question searches its own document; all: the whole index")
-    parser.add_argument("--space", choices=("small", "full"), default="full",
-                        help="configurations tried: small (a handful) or full (about a thousand)")
+    parser.add_argument("--space", choices=("small", "core", "full"), default="full",
+                        help="configurations tried: small (a handful), core (a dozen contenders) or full (hundreds)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
                         help="override a setting the configurations do not fix, e.g. --set top_k=5")
     parser.add_argument("--chunking", default=None, metavar="TOKENS/OVERLAP,...",
@@ -56,7 +59,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def default_goldsets() -> list[Path]:
-    return sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
+    """Every shipped tuning gold set of every family; never a *.holdout.json, never guidance2 (held out)."""
+    from ragloupe.evaluate.tune_folds import is_held_out
+
+    bench = PROJECT_ROOT / "data/benchmarks"
+    paths = (sorted(bench.glob("grampian/eval/*.eval.json")) + sorted(bench.glob("grampian/whole/*.whole.json"))
+             + [bench / "natech/guidance.gold.json"] + sorted(bench.glob("manuals/eval/*.eval.json")))
+    return [p for p in paths if p.is_file() and not is_held_out(p)]
 
 
 def handle(args: argparse.Namespace) -> CommandResult:
@@ -69,7 +78,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
     chunking = [v.label() for v in parse_chunking(args.chunking)]  # a bad value fails before any work
     paths = [Path(p) for p in args.goldsets] or default_goldsets()
     if not paths:
-        raise BadOption("no gold set given and none shipped under data/benchmarks/grampian/eval")
+        raise BadOption("no gold set given and none shipped under data/benchmarks")
     goldsets = [load_goldset(path) for path in paths]
     if args.train_learned:
         from ragloupe.evaluate.tuning import train_learned
@@ -106,7 +115,7 @@ def summary(report) -> dict:
     d = report.data
     keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
             "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
-            "families", "selection", "decision", "replay_check", "chunking", "coverage")
+            "families", "selection", "not_indexed", "decision", "replay_check", "chunking", "coverage")
     return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys if k in d},
             "timings": report.timings}
 
@@ -144,6 +153,9 @@ def render(report, apply_note: str = "") -> str:
         lines.append(f"out-of-fold vs {label}: objective {test['diff']:+.3f} "
                      f"[{_num(test['ci_low'])}, {_num(test['ci_high'])}], p = {test['p_value']:.3f}")
     lines += family_lines(d) + chunking_lines(d, report.timings)
+    for name, count in (d.get("not_indexed") or {}).items():
+        lines.append(f"left out: {count} {name} questions about documents the index does not hold "
+                     "(index them to tune on them too)")
     check = d["replay_check"]
     if check["mismatches"]:
         lines.append(f"warning: the replay differed from search() on {len(check['mismatches'])} of "

@@ -16,7 +16,7 @@ from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
 
 SCOPES = ("doc", "all")
-SPACES = ("small", "full")
+SPACES = ("small", "core", "full")
 # The settings a configuration fixes. Everything else comes from the settings in force.
 KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "bm25_k1", "bm25_b",
          "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost",
@@ -85,11 +85,12 @@ class Config:
             base = f"dense w{v['candidate_window']}" if self.mode == "dense" else f"bm25 {bm25}"
             return base + qa
         fusion = v["fusion"] + (f"{v['rrf_k']}" if v["fusion"] == "rrf" else "")
+        units = f" +units:{v['unit_view']}" if v["unit_view"] != "none" else ""
         if self.learned:
-            return f"hybrid learned w{v['candidate_window']} {v['page_aggregation']} {bm25}{qa}"
+            return f"hybrid learned w{v['candidate_window']} {v['page_aggregation']} {bm25}{qa}{units}"
         rerank = f" +lexrerank{v['lexical_rerank_weight']:g}" if self._reranks else ""
         return (f"{self.mode.split('+')[0]} {fusion} {v['weight_dense']:g}:{v['weight_bm25']:g} "
-                f"w{v['candidate_window']} {v['page_aggregation']} {bm25}{rerank}{qa}")
+                f"w{v['candidate_window']} {v['page_aggregation']} {bm25}{rerank}{qa}{units}")
 
     @property
     def _reranks(self) -> bool:
@@ -110,6 +111,8 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
     """The configurations tried, the settings in force first (ties keep them).
 
     ``small`` is a handful of contrasting points (for tests and a quick look);
+    ``core`` the contenders of each kind (BM25 with two k1/b, RRF, min-max at
+    three weights, learned fusion with and without the records' unit view);
     ``full`` crosses BM25's k1 and b, query analysis on and off, fusion method
     (RRF k 10 and 60, min-max), weights from dense-heavy to lexical-heavy,
     candidate window and page aggregation. The period boost is tried only in
@@ -136,6 +139,32 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
                                                      "query_analysis": True, "period_boost": boosts[-1]}),
                     Config.of("hybrid", settings, **{**hybrid, "fusion": "learned", "candidate_window": 50})]
         return _unique(configs)
+    if space == "core":
+        return _unique(configs + core_space(settings, off))
+    return _unique(configs + full_space(settings, off, boosts))
+
+
+def _unique(configs: Iterable[Config]) -> list[Config]:
+    return list(dict.fromkeys(configs))
+
+
+def core_space(settings: Settings, off: dict) -> list[Config]:
+    """One or two contenders of each kind: what a per-family run on a shared machine can afford."""
+    hybrid = {**off, "page_aggregation": "max", "candidate_window": 100}
+    configs = [Config.of("bm25", settings, **{**off, "bm25_k1": 0.9, "bm25_b": 0.4}),
+               Config.of("hybrid", settings, **hybrid, fusion="rrf", rrf_k=60, weight_dense=1, weight_bm25=1)]
+    configs += [Config.of("hybrid", settings, **hybrid, fusion="minmax", weight_dense=wd, weight_bm25=wb)
+                for wd, wb in ((1.5, 1), (1, 1), (1, 2))]
+    learned = {**hybrid, "fusion": "learned", "query_analysis": True}
+    # Learned fusion is trained inside every fold: the settings in force stand for it when they use it.
+    if not (settings.fusion == "learned" and settings.query_analysis and settings.mode == "hybrid"):
+        configs.append(Config.of("hybrid", settings, **learned))
+    configs.append(Config.of("hybrid", settings, **{**learned, "unit_view": "records"}))
+    return configs
+
+def full_space(settings: Settings, off: dict, boosts: tuple[float, ...]) -> list[Config]:
+    """BM25's k1 and b x query analysis x fusion x weights x window x aggregation, and the other stages."""
+    configs: list[Config] = []
     weights = ((1.5, 1), (1, 1), (1, 1.5), (1, 2), (1, 3))
     fusions = [{"fusion": "rrf", "rrf_k": 10}, {"fusion": "rrf", "rrf_k": 60}, {"fusion": "minmax"}]
     bm25_params = ((1.5, 0.75), (0.9, 0.4))
@@ -164,8 +193,4 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
         configs.append(Config.of("hybrid+rerank", settings, **off, fusion="minmax", weight_dense=wd,
                                  weight_bm25=wb, candidate_window=100, page_aggregation="max",
                                  lexical_rerank_weight=0.3))
-    return _unique(configs)
-
-
-def _unique(configs: Iterable[Config]) -> list[Config]:
-    return list(dict.fromkeys(configs))
+    return configs

@@ -24,6 +24,10 @@ from ragloupe.evaluate.tune_folds import HIT1, METRICS, RR, TuneQuestion, tune_q
 from ragloupe.evaluate.tune_replay import Fetched, fetch_all, indexed_only, metric_row, ranked_units, replay_config
 from ragloupe.evaluate.tune_space import Config
 
+# Folds of the inner cross-validation that gives a learned configuration its training figure:
+# leave-one-group-out over a dozen groups would train a dozen models per outer fold.
+INNER_FOLDS = 4
+
 
 def unit_kind(questions: Sequence[TuneQuestion]) -> str:
     """What the questions' gold units are: "page", "record", or "page+record" for both."""
@@ -34,11 +38,13 @@ def unit_kind(questions: Sequence[TuneQuestion]) -> str:
 class LearnedTrainer:
     """Learned fusion under one configuration: trains on some questions, scores others."""
 
-    def __init__(self, config: Config, questions: Sequence[TuneQuestion], fetched: Fetched, settings: Settings):
+    def __init__(self, config: Config, questions: Sequence[TuneQuestion], fetched: Fetched, settings: Settings,
+                 features: Sequence[str] | None = None):
         from ragloupe.retrieve import learned
         from ragloupe.retrieve.replay import candidate_rows
 
         self.config, self.questions, self.fetched, self.settings = config, questions, fetched, settings
+        self.features = tuple(features) if features else None  # None: features.MODEL_FEATURES
         self.replayed = replay_config(config, settings)
         self.rows, self.labels = [], []
         for q, tq in enumerate(questions):
@@ -61,7 +67,7 @@ class LearnedTrainer:
         kinds = unit_kind([self.questions[i] for i in train])
         return learned.train([self.rows[i] for i in train], [self.labels[i] for i in train],
                              {**self.fingerprint, "units": kinds, "goldsets": goldsets or {}},
-                             weights=[self.weights[i] for i in train])
+                             weights=[self.weights[i] for i in train], features=self.features)
 
     def score(self, model, test: np.ndarray) -> np.ndarray:
         return np.asarray([metric_row(ranked_units(self.config, q, self.settings, self.fetched, model=model,
@@ -72,11 +78,16 @@ class LearnedTrainer:
         return self.score(self.fit(train), test)
 
     def grouped_score(self, subset: np.ndarray, groups: Sequence[str]) -> np.ndarray:
-        """Leave-one-group-out within ``subset``: each of its questions scored by a model that never saw its group."""
+        """Grouped cross-validation within ``subset``: each of its questions scored by a model that
+        never saw its group. Up to INNER_FOLDS folds, the groups dealt to them in name order (with
+        three reports, that is leave one report out)."""
         labels = np.asarray(groups)[subset]
+        names = sorted(set(labels.tolist()))
+        bucket = {name: i % INNER_FOLDS for i, name in enumerate(names)}
+        folds = np.asarray([bucket[name] for name in labels.tolist()])
         out = np.zeros((len(subset), len(METRICS)))
-        for name in sorted(set(labels.tolist())):
-            inside = labels == name
+        for fold in sorted(set(folds.tolist())):
+            inside = folds == fold
             out[inside] = self.fit_and_score(subset[~inside], subset[inside])
         return out
 

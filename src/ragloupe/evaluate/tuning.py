@@ -89,12 +89,14 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
         raise TuningError(f"the index at {settings.path('index_dir')} is empty: run `ragloupe index` first")
     embedder = embedder if embedder is not None else get_embedder(settings)
     cuts = TI.check_variants(variants, settings, embedder)  # refuse a bad variant before any build
+    asked = questions
     questions = indexed_only(questions, store)
     sweep = _Sweep(questions, scope, settings, store, embedder, progress)
     for v, variant in enumerate(variants):
         sweep.score_variant(v, variant, len(variants), base_configs)
     run, learned_s = sweep.select(sets, space, variants, cuts)
     data = build_report(run)
+    data["not_indexed"] = _left_out(asked, questions)
     best = data["in_sample_best"]["index"]  # the coverage audit, with the model tune would ship if learned
     tuned = [CS.fitted_model(sweep.trainers[best], len(questions), sets)] if best in sweep.trainers else []
     data["coverage"] = CS.coverage_report(sets, settings, store, sweep.configs[0].mode, tuned)
@@ -180,6 +182,16 @@ class _Sweep:
                     if self.configs[0].learned else None)
         return Scored(sets, questions, self.configs, scores, folds, picks, self.scope, space, self.settings,
                       check, variant_rows, in_force), learned_s
+
+
+def _left_out(asked: Sequence[TuneQuestion], kept: Sequence[TuneQuestion]) -> dict[str, int]:
+    """Per family, how many questions were left out because the index lacks their document."""
+    counts: dict[str, int] = {}
+    for tq in asked:
+        counts[tq.family] = counts.get(tq.family, 0) + 1
+    for tq in kept:
+        counts[tq.family] -= 1
+    return {family: n for family, n in sorted(counts.items()) if n}
 
 
 def _share_of(progress: Progress | None, part: int, parts: int) -> Progress | None:

@@ -1,16 +1,25 @@
-"""Per-candidate features for learned fusion: what each engine said, and what the chunk holds.
+"""Per-candidate features for learned fusion: what each engine said, what the chunk and its page hold.
 
 One row of floats per candidate chunk of a question, every name in FEATURES,
-in that order. The features are chosen to mean the same thing on a report
+in that order. The features are chosen to mean the same thing on a document
 the model never saw: ranks and scores relative to the question's own lists
 (never raw BM25 scores, whose scale depends on the corpus), shares of the
-question's terms, numbers, periods and codes found in the chunk, its page,
-section and heading fields, whether it is a table, and where it sits in its
-document.
+question's terms, numbers, periods and codes found in the chunk and its page,
+and how the question's terms sit beside the figures of an accounts table.
+Nothing reads where a chunk sits in its document: a gold set's questions
+cluster where its author read (the shipped benchmark's on pages 4-33 of
+150-page reports), and a position feature learns that instead of relevance.
+
+A pointwise model weighs a signal that is the same for every candidate of a
+question only through a product with one that is not, so the question-level
+signals (how much the engines agree in their top 10, how peaked each engine's
+scores are, how many of the question's terms the corpus lacks) enter as
+interactions with the engines' reciprocal ranks: "trust dense when the two
+agree", "trust BM25 when its scores are peaked".
 
 Pure apart from ``corpus_views``, which builds (and keeps, per chunk-level
-BM25 index) BM25 indexes over whole pages and whole sections from the chunks
-the chunk-level index already holds.
+BM25 index) BM25 indexes over whole pages and whole sections, and each page's
+tokens, from the chunks the chunk-level index already holds.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from ragloupe.retrieve import query_analysis as QA
 
 # Bump when a feature's meaning or computation changes: a learned model trained
 # on another version refuses to load.
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 
 FEATURES = (
     "dense_rr",            # 1 / dense rank (0 when dense did not list it)
@@ -42,29 +51,52 @@ FEATURES = (
     "section_bm25_rel",    # BM25 of the whole section of its document / the best section among them
     "heading_match",       # share of the question's terms in the chunk's section heading and title
     "term_share",          # share of the question's terms in the chunk's own text
+    "page_term_share",     # share of the question's terms anywhere on its page (or record)
     "number_match",        # share of the question's plain numbers found in the chunk's tokens
+    "page_number_match",   # share of them anywhere on its page
+    "label_match",         # share of the question's words among the 8 words before one figure of the chunk
+    "caps_heading_match",  # share of the question's words in its page's upper-case headings ("7A. PROVISIONS")
     "period_in_chunk",     # query analysis: the chunk names the question's target period
     "doc_period_match",    # query analysis: its document is of that period (0.5: of another named one)
     "amount_match",        # query analysis: share of the question's amounts in the chunk
     "code_match",          # query analysis: share of the question's codes in the chunk
     "is_table",            # 1 for a table chunk (chunk.kind == "table"); prose otherwise
-    "page_position",       # page / pages of its document (0 first, 1 last); records: ordinal share
     "first_on_page",       # 1 for the first chunk of its page or record
     "length",              # tokens / 256
+    "dense_rr_x_agree",    # dense_rr x the share of dense's top 10 that BM25's top 10 also holds
+    "bm25_rr_x_agree",     # bm25_rr x the same agreement
+    "dense_rr_x_peak",     # dense_rr x how far dense's best similarity stands above its 10th
+    "bm25_rr_x_peak",      # bm25_rr x how far BM25's best score stands above its 10th (share of the best)
+    "dense_rr_x_unseen",   # dense_rr x the share of the question's terms no page of the corpus holds
+    "bm25_rr_x_unseen",    # bm25_rr x the same share
 )
 
+# The features a model is trained on unless told otherwise. first_on_page and length are
+# computed (for the explanation and for experiments) but left out: out-of-fold on every
+# family, the worst family's objective is higher without them (docs/retrieval.md,
+# benchmarks/results/ranking_features.json).
+MODEL_FEATURES = tuple(name for name in FEATURES if name not in ("first_on_page", "length"))
+
 _NUMBER = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+_FIGURE = re.compile(r"^\(?-?£?\d[\d,]*(?:\.\d+)?\)?%?$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'&-]*|\(?-?£?\d[\d,]*(?:\.\d+)?\)?%?")
+# An upper-case heading of a flattened accounts page: "7a. PROPERTY, PLANT AND EQUIPMENT".
+_CAPS_RUN = re.compile(r"(?:\b[A-Z][A-Z&'-]{2,}\b[ ,/-]*){2,}")
+LABEL_WINDOW = 8
 
 
 @dataclass(frozen=True)
 class CorpusViews:
-    """BM25 over whole pages and whole sections, and each document's page count."""
+    """BM25 over whole pages and whole sections, each page's tokens, and each document's page count."""
 
     units: lexical.LexicalIndex
     unit_row: dict[str, int]
     sections: lexical.LexicalIndex
     section_row: dict[tuple[str, str], int]
     doc_pages: dict[str, int]
+    unit_tokens: dict[str, frozenset]  # unit -> the BM25 tokens of its whole text
+    unit_headings: dict[str, frozenset]  # unit -> the tokens of its upper-case headings
+    vocabulary: frozenset  # every token some page holds
 
 
 _views_lock = threading.Lock()
@@ -77,6 +109,14 @@ def corpus_views(index: lexical.LexicalIndex) -> CorpusViews:
         for source, views in _views:
             if source is index:
                 return views
+    views = build_views(index)
+    with _views_lock:
+        _views.append((index, views))
+        del _views[:-2]
+    return views
+
+
+def build_views(index: lexical.LexicalIndex) -> CorpusViews:
     by_unit: dict[str, list[Chunk]] = defaultdict(list)
     by_section: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
     doc_pages: dict[str, int] = defaultdict(int)
@@ -91,39 +131,46 @@ def corpus_views(index: lexical.LexicalIndex) -> CorpusViews:
                      text="\n".join(c.text for c in ordered), n_tokens=0, quality="clean",
                      section=ordered[0].section, title=ordered[0].title)
 
-    unit_keys = sorted(by_unit)
-    unit_chunks = [merged(u, by_unit[u][0].doc_id, by_unit[u]) for u in unit_keys]
-    section_keys = sorted(by_section)
-    section_chunks = [merged(f"{d}\x1f{s}", d, by_section[(d, s)]) for d, s in section_keys]
+    unit_chunks = [merged(u, by_unit[u][0].doc_id, by_unit[u]) for u in sorted(by_unit)]
+    section_chunks = [merged(f"{d}\x1f{s}", d, by_section[(d, s)]) for d, s in sorted(by_section)]
     units = lexical.build_index(unit_chunks, k1=index.k1, b=index.b, backend=index.backend)
     sections = lexical.build_index(section_chunks, k1=index.k1, b=index.b, backend=index.backend)
-    views = CorpusViews(units, {c.chunk_id: i for i, c in enumerate(units.chunks)},
-                        sections, {tuple(c.chunk_id.split("\x1f", 1)): i for i, c in enumerate(sections.chunks)},
-                        dict(doc_pages))
-    with _views_lock:
-        _views.append((index, views))
-        del _views[:-2]
-    return views
+    unit_tokens = {c.chunk_id: frozenset(lexical.tokenize(c.text)) for c in unit_chunks}
+    headings = {c.chunk_id: frozenset(lexical.tokenize(" ".join(m.group() for m in _CAPS_RUN.finditer(c.text))))
+                for c in unit_chunks}
+    return CorpusViews(units, {c.chunk_id: i for i, c in enumerate(units.chunks)},
+                       sections, {tuple(c.chunk_id.split("\x1f", 1)): i for i, c in enumerate(sections.chunks)},
+                       dict(doc_pages), unit_tokens, headings, frozenset().union(*unit_tokens.values()))
+
+
+@dataclass(frozen=True)
+class ChunkTerms:
+    """What a chunk's text says, read once: its tokens, its heading's, and its words in order."""
+
+    tokens: frozenset
+    heading: frozenset
+    words: tuple[str, ...]  # normalised words and figures, in reading order
+    figures: np.ndarray  # positions in ``words`` that are figures
 
 
 _terms_lock = threading.Lock()
-_chunk_terms_cache: OrderedDict[tuple[str, str, str, str], tuple[frozenset, frozenset]] = OrderedDict()
-_CHUNK_TERMS_CACHE_SIZE = 50_000  # a candidate window's chunks recur across questions; ~1 KB each
+_chunk_terms_cache: OrderedDict[tuple[str, str, str, str], ChunkTerms] = OrderedDict()
+_CHUNK_TERMS_CACHE_SIZE = 50_000  # a candidate window's chunks recur across questions
 
 
-def chunk_terms(chunk: Chunk) -> tuple[frozenset, frozenset]:
-    """The BM25 tokens of a chunk's text and of its section heading and title, kept per chunk.
-
-    Tokenising every candidate was most of learned fusion's time per search;
-    the same chunks come back as candidates question after question.
-    """
+def chunk_terms(chunk: Chunk) -> ChunkTerms:
+    """The BM25 tokens of a chunk's text and heading, and its words in order, kept per chunk."""
     key = (chunk.chunk_id, chunk.text, chunk.section, chunk.title)
     with _terms_lock:
         found = _chunk_terms_cache.get(key)
         if found is not None:
             _chunk_terms_cache.move_to_end(key)
             return found
-    found = (frozenset(lexical.tokenize(chunk.text)), frozenset(lexical.tokenize(f"{chunk.section} {chunk.title}")))
+    words = tuple(w.lower() for w in _WORD.findall(lexical.normalise(chunk.text)))
+    figures = np.asarray([i for i, w in enumerate(words) if _FIGURE.match(w) and any(ch.isdigit() for ch in w)],
+                         dtype=np.int64)
+    found = ChunkTerms(frozenset(lexical.tokenize(chunk.text)),
+                       frozenset(lexical.tokenize(f"{chunk.section} {chunk.title}")), words, figures)
     with _terms_lock:
         _chunk_terms_cache[key] = found
         while len(_chunk_terms_cache) > _CHUNK_TERMS_CACHE_SIZE:
@@ -136,9 +183,52 @@ def query_terms(query: str) -> set[str]:
     return set(lexical.tokenize(query))
 
 
+def label_match(words_of_question: set[str], terms: ChunkTerms) -> float:
+    """The most of the question's words found among the LABEL_WINDOW words before any one figure.
+
+    An accounts page flattens each table row to "Provisions 1,234 5,678": the
+    row's label is the words before its figures. A question whose words sit in
+    one row's label, right before a figure, asks for that figure.
+    """
+    if not words_of_question or not len(terms.figures):
+        return 0.0
+    hit = np.fromiter((w in words_of_question for w in terms.words), dtype=np.int64, count=len(terms.words))
+    running = np.concatenate(([0], np.cumsum(hit)))
+    ends = terms.figures
+    starts = np.maximum(ends - LABEL_WINDOW, 0)
+    return float(min(1.0, (running[ends] - running[starts]).max() / len(words_of_question)))
+
+
+@dataclass(frozen=True)
+class QuestionSignals:
+    """What is the same for every candidate of a question: how far to trust each engine."""
+
+    agreement: float  # share of dense's top 10 that BM25's top 10 also lists
+    dense_peak: float  # best cosine similarity minus the 10th best (0 with fewer than 2)
+    bm25_peak: float  # (best BM25 score - the 10th best) / the best
+    unseen: float  # share of the question's terms that no page of the corpus holds
+
+
+def question_signals(terms: set[str], per_engine: Sequence[Mapping[str, EngineScore]],
+                     views: CorpusViews) -> QuestionSignals:
+    def top(engine: str) -> list[tuple[int, float]]:
+        listed = sorted((v[engine].rank, v[engine].score) for v in per_engine
+                        if engine in v and v[engine].rank is not None)
+        return listed[:10]
+
+    dense, bm25 = top("dense"), top("bm25")
+    dense_top = {i for i, v in enumerate(per_engine) if "dense" in v and v["dense"].rank and v["dense"].rank <= 10}
+    bm25_top = {i for i, v in enumerate(per_engine) if "bm25" in v and v["bm25"].rank and v["bm25"].rank <= 10}
+    agreement = len(dense_top & bm25_top) / max(len(dense_top), 1) if dense_top else 0.0
+    dense_peak = dense[0][1] - dense[-1][1] if len(dense) > 1 else 0.0
+    bm25_peak = (bm25[0][1] - bm25[-1][1]) / bm25[0][1] if len(bm25) > 1 and bm25[0][1] > 0 else 0.0
+    unseen = len(terms - views.vocabulary) / len(terms) if terms else 0.0
+    return QuestionSignals(agreement, dense_peak, bm25_peak, unseen)
+
+
 _rows_lock = threading.Lock()
 _rows_cache: OrderedDict[tuple, tuple] = OrderedDict()
-_ROWS_CACHE_SIZE = 2048  # one entry per (question, candidate list): a tuning sweep replays each many times
+_ROWS_CACHE_SIZE = 4096  # one entry per (question, candidate list): a tuning sweep replays each many times
 
 
 def candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequence[Mapping[str, EngineScore]],
@@ -166,46 +256,60 @@ def candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequence
     return rows.copy()
 
 
+def _relative_bm25(tokens: list[str], chunks: Sequence[Chunk], views: CorpusViews) -> tuple[list, list]:
+    """Each candidate's whole-page and whole-section BM25, each over the best among the candidates."""
+    unit_scores = views.units.scores(tokens)
+    section_scores = views.sections.scores(tokens)
+    pages = [float(unit_scores[views.unit_row[c.unit]]) if c.unit in views.unit_row else 0.0 for c in chunks]
+    sections = [float(section_scores[views.section_row[(c.doc_id, c.section)]])
+                if (c.doc_id, c.section) in views.section_row else 0.0 for c in chunks]
+    best_page, best_section = max(pages, default=0.0), max(sections, default=0.0)
+    return ([v / best_page if best_page > 0 else 0.0 for v in pages],
+            [v / best_section if best_section > 0 else 0.0 for v in sections])
+
+
+def _share(part: set, whole: frozenset) -> float:
+    return len(part & whole) / len(part) if part else 0.0
+
+
 def _candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequence[Mapping[str, EngineScore]],
                         views: CorpusViews, analysis: QA.QueryAnalysis | None,
                         periods: Mapping[str, QA.DocumentPeriod] | None) -> np.ndarray:
     terms = query_terms(query)
-    tokens = lexical.tokenize(query)
     numbers = {t for t in terms if _NUMBER.match(t)}
+    words = {t for t in terms if t.isalpha()}
     best_sim = max((v["dense"].score for v in per_engine if "dense" in v and v["dense"].rank is not None),
                    default=None)
     best_bm25 = max((v["bm25"].score for v in per_engine if "bm25" in v and v["bm25"].rank is not None),
                     default=None)
-    unit_scores = views.units.scores(tokens)
-    section_scores = views.sections.scores(tokens)
-    page_values = [float(unit_scores[views.unit_row[c.unit]]) if c.unit in views.unit_row else 0.0
-                   for c in chunks]
-    section_values = [float(section_scores[views.section_row[(c.doc_id, c.section)]])
-                      if (c.doc_id, c.section) in views.section_row else 0.0 for c in chunks]
-    best_page, best_section = max(page_values, default=0.0), max(section_values, default=0.0)
+    page_rel, section_rel = _relative_bm25(lexical.tokenize(query), chunks, views)
+    signals = question_signals(terms, per_engine, views)
     rows = np.zeros((len(chunks), len(FEATURES)))
     for i, (chunk, engines) in enumerate(zip(chunks, per_engine)):
         dense, bm25 = engines.get("dense"), engines.get("bm25")
-        chunk_tokens, heading_tokens = chunk_terms(chunk)
-        matches = _analysis_matches(analysis, chunk, periods)
-        n_pages = max(views.doc_pages.get(chunk.doc_id, 1), 1)
+        found = chunk_terms(chunk)
+        page_tokens = views.unit_tokens.get(chunk.unit, found.tokens)
+        dense_rr = 1.0 / dense.rank if dense and dense.rank else 0.0
+        bm25_rr = 1.0 / bm25.rank if bm25 and bm25.rank else 0.0
         row = {
-            "dense_rr": 1.0 / dense.rank if dense and dense.rank else 0.0,
+            "dense_rr": dense_rr,
             "dense_gap": (dense.score - best_sim) if dense and dense.rank and best_sim is not None else 0.0,
             "dense_missing": 0.0 if dense and dense.rank else 1.0,
-            "bm25_rr": 1.0 / bm25.rank if bm25 and bm25.rank else 0.0,
+            "bm25_rr": bm25_rr,
             "bm25_rel": (bm25.score / best_bm25) if bm25 and bm25.rank and best_bm25 else 0.0,
             "bm25_missing": 0.0 if bm25 and bm25.rank else 1.0,
-            "page_bm25_rel": page_values[i] / best_page if best_page > 0 else 0.0,
-            "section_bm25_rel": section_values[i] / best_section if best_section > 0 else 0.0,
-            "heading_match": len(terms & heading_tokens) / len(terms) if terms else 0.0,
-            "term_share": len(terms & chunk_tokens) / len(terms) if terms else 0.0,
-            "number_match": len(numbers & chunk_tokens) / len(numbers) if numbers else 0.0,
-            **matches,
+            "page_bm25_rel": page_rel[i], "section_bm25_rel": section_rel[i],
+            "heading_match": _share(terms, found.heading), "term_share": _share(terms, found.tokens),
+            "page_term_share": _share(terms, page_tokens),
+            "number_match": _share(numbers, found.tokens), "page_number_match": _share(numbers, page_tokens),
+            "label_match": label_match(words, found),
+            "caps_heading_match": _share(words, views.unit_headings.get(chunk.unit, frozenset())),
+            **_analysis_matches(analysis, chunk, periods),
             "is_table": 1.0 if getattr(chunk, "kind", "prose") == "table" else 0.0,
-            "page_position": (chunk.page - 1) / max(n_pages - 1, 1),
-            "first_on_page": 1.0 if chunk.position == 0 else 0.0,
-            "length": chunk.n_tokens / 256.0,
+            "first_on_page": 1.0 if chunk.position == 0 else 0.0, "length": chunk.n_tokens / 256.0,
+            "dense_rr_x_agree": dense_rr * signals.agreement, "bm25_rr_x_agree": bm25_rr * signals.agreement,
+            "dense_rr_x_peak": dense_rr * signals.dense_peak, "bm25_rr_x_peak": bm25_rr * signals.bm25_peak,
+            "dense_rr_x_unseen": dense_rr * signals.unseen, "bm25_rr_x_unseen": bm25_rr * signals.unseen,
         }
         rows[i] = [row[name] for name in FEATURES]
     return rows

@@ -29,7 +29,7 @@ import numpy as np
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
 from ragloupe.models import LearnedScore
-from ragloupe.retrieve.features import FEATURE_VERSION, FEATURES
+from ragloupe.retrieve.features import FEATURE_VERSION, FEATURES, MODEL_FEATURES
 
 SCHEMA = "ragloupe.learned/1"
 SHIPPED = Path(__file__).with_name("learned_model.json")
@@ -61,13 +61,14 @@ class LearnedModel:
         return frozenset(self.units.split("+"))
 
     def logits(self, rows: np.ndarray) -> np.ndarray:
+        """``rows``: one column per name in features.FEATURES; the model reads its own columns."""
         return self.intercept + self._standardised(rows) @ self.coef
 
     def explain(self, rows: np.ndarray) -> list[LearnedScore]:
         """Each row's logit, probability and exact per-feature contributions (they sum to the logit)."""
         parts = self._standardised(rows) * self.coef
         out = []
-        for raw, row in zip(rows, parts):
+        for raw, row in zip(self._columns(rows), parts):
             logit = float(self.intercept + row.sum())
             out.append(LearnedScore(
                 logit=logit, probability=_sigmoid(logit), intercept=float(self.intercept),
@@ -75,8 +76,14 @@ class LearnedModel:
                 values={name: float(v) for name, v in zip(self.features, raw)}))
         return out
 
+    def _columns(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=float)
+        if rows.ndim == 2 and rows.shape[1] == len(self.features) and tuple(self.features) == tuple(FEATURES):
+            return rows
+        return rows[:, [FEATURES.index(name) for name in self.features]]
+
     def _standardised(self, rows: np.ndarray) -> np.ndarray:
-        return (np.asarray(rows, dtype=float) - self.mean) / self.scale
+        return (self._columns(rows) - self.mean) / self.scale
 
 
 def _sigmoid(x: float) -> float:
@@ -101,18 +108,23 @@ def _plain(value: float) -> float | int:
 
 
 def train(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], fingerprint: dict,
-          weights: Sequence[float] | None = None) -> LearnedModel:
+          weights: Sequence[float] | None = None, features: Sequence[str] | None = None) -> LearnedModel:
     """Fit the model on questions' candidate rows (one matrix per question) and 0/1 labels.
 
     Classes are balanced (a question has a handful of gold candidates among a
-    hundred or more); ``weights`` (one per question, default 1) weigh its rows.
+    hundred or more); ``weights`` (one per question, default 1) weigh its rows;
+    ``features`` (default MODEL_FEATURES) are the columns it reads.
     The returned model is the one its JSON file holds: rounded, so scoring
     before and after shipping is the same.
     """
     from sklearn.linear_model import LogisticRegression
 
     weights = list(weights) if weights is not None else [1.0] * len(rows)
-    X = np.vstack([np.asarray(r, dtype=float) for r in rows if len(r)])
+    names = tuple(features or MODEL_FEATURES)
+    unknown = [name for name in names if name not in FEATURES]
+    if unknown:
+        raise LearnedModelMismatch(f"cannot train learned fusion on {unknown[0]!r}: not a feature")
+    X = np.vstack([np.asarray(r, dtype=float) for r in rows if len(r)])[:, [FEATURES.index(n) for n in names]]
     y = np.concatenate([np.asarray(lab, dtype=int) for lab, r in zip(labels, rows) if len(r)])
     w = np.concatenate([np.full(len(r), float(q)) for q, r in zip(weights, rows) if len(r)])
     if X.size == 0 or len(set(y.tolist())) < 2:
@@ -123,7 +135,7 @@ def train(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], fingerprint:
     scale[scale == 0] = 1.0
     fit = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, solver="lbfgs")
     fit.fit((X - mean) / scale, y, sample_weight=None if np.all(w == 1.0) else w)
-    model = LearnedModel(tuple(FEATURES), mean, scale, fit.coef_[0], float(fit.intercept_[0]),
+    model = LearnedModel(names, mean, scale, fit.coef_[0], float(fit.intercept_[0]),
                          {**fingerprint, "feature_version": FEATURE_VERSION, "n_rows": int(len(y)),
                           "n_positive": int(y.sum())})
     return from_json(to_json(model))
@@ -167,7 +179,7 @@ def mismatches_with(model: LearnedModel, in_force: dict) -> list[str]:
     """mismatches() against the assumed settings (assumed_settings) a fetch ran under."""
     problems = []
     version = model.fingerprint.get("feature_version")
-    if version != FEATURE_VERSION or tuple(model.features) != tuple(FEATURES):
+    if version != FEATURE_VERSION or not set(model.features) <= set(FEATURES):
         problems.append(f"it was trained on feature version {version} and these features are version "
                         f"{FEATURE_VERSION}")
     assumed = model.fingerprint.get("settings", {})

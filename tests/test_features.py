@@ -1,0 +1,62 @@
+"""Learned fusion's features: what they read in a chunk and its page, and what they never read."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragloupe.index import lexical
+from ragloupe.models import Chunk, EngineScore
+from ragloupe.retrieve import features as F
+from ragloupe.retrieve import learned, query_analysis
+
+
+def _chunk(page: int, text: str, position: int = 0) -> Chunk:
+    return Chunk(chunk_id=f"acc-p{page}-{position}", doc_id="acc", page=page, position=position,
+                 text=text, n_tokens=40, quality="clean")
+
+
+def _rows(question: str, chunks: list[Chunk], corpus: list[Chunk], per_engine=None) -> np.ndarray:
+    views = F.corpus_views(lexical.build_index(corpus))
+    per_engine = per_engine or [{"dense": EngineScore(1, 0.5), "bm25": EngineScore(1, 3.0)} for _ in chunks]
+    return F.candidate_features(question, chunks, per_engine, views, query_analysis.analyze(question), {})
+
+
+def test_the_same_text_on_an_early_and_a_late_page_gets_the_same_features():
+    """Where a page sits in its report is not relevance: gold sets cluster where their authors read."""
+    text = "Provisions at 31 March 2022 were 4,512 after utilisation of 1,200 in the year."
+    early, late = _chunk(3, text), _chunk(140, text)
+    filler = [_chunk(p, f"Page {p} of the report on governance and staff.") for p in range(1, 151)
+              if p not in (3, 140)]
+    rows = _rows("What were provisions at 31 March 2022?", [early, late], [early, late, *filler])
+    assert np.array_equal(rows[0], rows[1])
+
+
+def test_label_match_finds_the_question_words_right_before_a_figure():
+    row_label = _chunk(1, "Other operating income 1,234 Provisions for legal claims 4,512 Total 9,999")
+    words_apart = _chunk(2, "Legal matters are described in the strategy. Claims are few. 4,512 staff in total")
+    rows = _rows("What were the provisions for legal claims?", [row_label, words_apart], [row_label, words_apart])
+    column = F.FEATURES.index("label_match")
+    assert rows[0, column] == 1.0 and rows[1, column] < 0.5
+
+
+def test_caps_heading_match_reads_the_upper_case_note_heading_of_the_page():
+    heading = _chunk(9, "12. PROVISIONS FOR LIABILITIES At 1 April 2021 3,000 Arising during the year 1,512")
+    prose = _chunk(10, "The board discussed provisions for liabilities at length during the year.")
+    rows = _rows("What provisions for liabilities arose during the year?", [heading, prose], [heading, prose])
+    column = F.FEATURES.index("caps_heading_match")
+    assert rows[0, column] == 0.5 and rows[1, column] == 0.0  # "provisions", "liabilities" of four words
+
+
+def test_engine_agreement_scales_each_engines_reciprocal_rank():
+    chunks = [_chunk(p, f"Capital spend on page {p} was 1,{p:03d}.") for p in range(1, 5)]
+    agree = [{"dense": EngineScore(p, 0.9 - p / 10), "bm25": EngineScore(p, 5.0 - p)} for p in range(1, 5)]
+    rows = _rows("What was the capital spend?", chunks, chunks, agree)
+    first = dict(zip(F.FEATURES, rows[0]))
+    assert first["dense_rr_x_agree"] == first["dense_rr"] == 1.0  # all four in both top tens
+
+
+def test_no_feature_of_the_shipped_model_is_unknown_or_reads_position():
+    model = learned.from_json(learned.SHIPPED.read_text(encoding="utf-8"))
+    assert set(model.features) <= set(F.FEATURES)
+    assert "page_position" not in model.features
+    assert model.fingerprint["feature_version"] == F.FEATURE_VERSION
