@@ -63,7 +63,7 @@ def test_same_training_data_gives_a_byte_identical_model_file(trainer):
     second = learned.to_json(trainer.fit(everything, {"g": "abc"}))
     assert first == second
     data = json.loads(first)
-    assert data["features"] == list(features.FEATURES)
+    assert data["features"] == list(features.MODEL_FEATURES)
     assert data["fingerprint"]["feature_version"] == features.FEATURE_VERSION
     assert data["fingerprint"]["goldsets"] == {"g": "abc"}
 
@@ -72,7 +72,7 @@ def test_a_model_trained_under_other_settings_is_refused_with_the_reason(trainer
     path = tmp_path / "model.json"
     path.write_text(learned.to_json(trainer.fit(np.arange(len(trainer.questions)))), encoding="utf-8")
     fits = demo_index.replace(learned_model=str(path))
-    assert learned.load(fits).features == features.FEATURES
+    assert learned.load(fits).features == features.MODEL_FEATURES
     with pytest.raises(learned.LearnedModelMismatch, match="assumes chunk_tokens=256 and chunk_tokens=128"):
         learned.load(fits.replace(chunk_tokens=128))
     older = json.loads(path.read_text())
@@ -92,7 +92,7 @@ def test_search_explains_each_learned_hit_exactly(trainer, demo_index, tmp_path)
     logits = [h.learned.logit for h in ranking.hits]
     assert logits == sorted(logits, reverse=True)
     for hit in ranking.hits:
-        assert set(hit.learned.contributions) == set(features.FEATURES)
+        assert set(hit.learned.contributions) == set(features.MODEL_FEATURES)
         assert hit.learned.intercept + sum(hit.learned.contributions.values()) == pytest.approx(hit.learned.logit)
         assert hit.score == pytest.approx(hit.learned.probability)
         assert hit.rrf_score is not None
