@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
 import select
 import subprocess
 import sys
@@ -68,15 +69,31 @@ def test_help_and_quit_need_no_model_and_an_unknown_command_is_named(demo_env):
 def test_ctrl_c_at_the_prompt_leaves_cleanly(demo_env):
     pid, fd = pty.fork()
     if pid == 0:  # the child: ragloupe chat on the pty, which is its controlling terminal
+        # A job started in the background of a non-interactive shell inherits SIGINT ignored,
+        # and so would the child: then Ctrl+C could never reach it. A user's terminal has it.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         env = _env(demo_env)
         os.execve(RAGLOUPE[0], RAGLOUPE + ["chat"], env)
     output = _read_until(fd, b"you> ", timeout_s=60)
     assert b"you> " in output, output
     os.write(fd, b"\x03")  # Ctrl+C, turned into SIGINT by the terminal
     output += _read_until(fd, b"bye", timeout_s=30)
-    _, status = os.waitpid(pid, 0)
+    status = _wait_or_kill(pid, timeout_s=30)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, output)
     assert b"bye (0 questions asked)" in output and b"Traceback" not in output
+
+
+def _wait_or_kill(pid: int, timeout_s: float) -> int:
+    """The child's exit status; a child still running after the deadline is killed (a hang fails)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    return status
 
 
 def _read_until(fd: int, marker: bytes, timeout_s: float) -> bytes:
