@@ -255,7 +255,7 @@ def _chosen(page, label: str) -> str:
     """The option a Streamlit selectbox shows as chosen (its input holds the text)."""
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first
     box.scroll_into_view_if_needed()  # far down a long page the grid draws its value only once in view
-    page.wait_for_timeout(300)
+    box.page.wait_for_timeout(300)  # `page` may be a locator (the sidebar): wait on its page
     inputs = box.locator("input")
     return (inputs.first.input_value() if inputs.count() else "") or box.inner_text()
 
