@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ragloupe.models import Table
+from ragloupe.ingest.table_grid import phrases, text_lines
 from ragloupe.numbers import YEAR_PATTERN
 
 # A figure as tables print it: 1,559,285  (1,234)  -12.5  £769  45%  and "-" for nil.
@@ -200,7 +201,6 @@ def _figure_blocks(page, table) -> list[tuple[tuple, list[list[str | None]]]]:
 def _header_start(page, block, first_value: int) -> int:
     """The first row of a block's header: the rows above its first figure row up to the nearest
     line of running text (a phrase wider than _PROSE_WIDTH of the block), which is not a header."""
-    from ragloupe.ingest.table_grid import phrases, text_lines
 
     x0 = min(bbox[0] for bbox, _ in block)
     x1 = max(bbox[2] for bbox, _ in block)
@@ -225,9 +225,9 @@ def _read_between(page, bbox, n_header: int) -> list[list[str | None]]:
     ("2023 £'000" over "83,217") stays whole in its column.
     """
     region = page.crop((page.bbox[0], bbox[1], page.bbox[2], bbox[3]))
-    lines = _lines(region.extract_words())
+    lines = text_lines(region.extract_words())
     figures = [{"x0": phrase[0]["x0"], "x1": phrase[-1]["x1"]} for line in lines[n_header:]
-               for phrase in _phrases(line) if is_value(" ".join(w["text"] for w in phrase))]
+               for phrase in phrases(line) if is_value(" ".join(w["text"] for w in phrase))]
     spans = _figure_spans(figures)
     if not spans:
         return []
@@ -235,7 +235,7 @@ def _read_between(page, bbox, n_header: int) -> list[list[str | None]]:
     rows = []
     for line in lines:
         cells: list[list[str]] = [[] for _ in range(len(spans) + 1)]
-        for phrase in _phrases(line):
+        for phrase in phrases(line):
             x0, x1 = phrase[0]["x0"], phrase[-1]["x1"]
             text = " ".join(w["text"] for w in phrase)
             if x1 <= label_end:
@@ -248,28 +248,6 @@ def _read_between(page, bbox, n_header: int) -> list[list[str | None]]:
             cells[best + 1].append(text)
         rows.append([" ".join(c) for c in cells])
     return rows
-
-
-def _lines(words: list[dict]) -> list[list[dict]]:
-    """Words grouped into lines (tops within _LINE_TOLERANCE), each sorted left to right."""
-    lines: list[list[dict]] = []
-    for word in sorted(words, key=lambda w: (w["top"], w["x0"])):
-        if lines and abs(lines[-1][0]["top"] - word["top"]) <= _LINE_TOLERANCE:
-            lines[-1].append(word)
-        else:
-            lines.append([word])
-    return [sorted(line, key=lambda w: w["x0"]) for line in lines]
-
-
-def _phrases(line: list[dict]) -> list[list[dict]]:
-    phrases: list[list[dict]] = []
-    for word in line:
-        height = word["bottom"] - word["top"]
-        if phrases and word["x0"] - phrases[-1][-1]["x1"] < 0.5 * height:
-            phrases[-1].append(word)
-        else:
-            phrases.append([word])
-    return phrases
 
 
 def _figure_spans(figures: list[dict]) -> list[tuple[float, float]]:
