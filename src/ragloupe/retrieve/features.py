@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -86,8 +86,23 @@ LABEL_WINDOW = 8
 
 
 @dataclass(frozen=True)
+class ChunkTerms:
+    """What a chunk's text says, read once: its tokens, its heading's, and its words in order."""
+
+    tokens: frozenset
+    heading: frozenset
+    words: np.ndarray  # ids (CorpusViews.word_ids) of its normalised words and figures, in reading order
+    figures: np.ndarray  # positions in ``words`` that are figures
+
+
+@dataclass(frozen=True)
 class CorpusViews:
-    """BM25 over whole pages and whole sections, each page's tokens, and each document's page count."""
+    """BM25 over whole pages and whole sections, each page's and each chunk's tokens, each document's page count.
+
+    Built once per chunk-level BM25 index (so once per store content): every
+    candidate's page- and chunk-level terms are then a look-up, not a reading
+    of its text per question.
+    """
 
     units: lexical.LexicalIndex
     unit_row: dict[str, int]
@@ -97,6 +112,25 @@ class CorpusViews:
     unit_tokens: dict[str, frozenset]  # unit -> the BM25 tokens of its whole text
     unit_headings: dict[str, frozenset]  # unit -> the tokens of its upper-case headings
     vocabulary: frozenset  # every token some page holds
+    word_ids: dict[str, int] = field(default_factory=dict)  # every word of a chunk -> its id in ChunkTerms.words
+    chunk_terms: dict[str, ChunkTerms] = field(default_factory=dict)  # chunk_id -> its terms, every chunk
+    # fiscal-year start month -> chunk_id -> the periods its text names, filled as candidates come
+    named_periods: dict[int, dict[str, frozenset]] = field(default_factory=dict, compare=False)
+
+    def periods_in(self, chunk: Chunk, fy_start_month: int) -> frozenset:
+        """The fiscal periods the chunk's text names (query_analysis.periods_named_in), read once per chunk."""
+        known = self.named_periods.setdefault(fy_start_month, {})
+        found = known.get(chunk.chunk_id)
+        if found is None:
+            found = QA.periods_named_in(chunk.text, fy_start_month)
+            if chunk.chunk_id in self.chunk_terms:  # only chunks of this content are kept
+                known[chunk.chunk_id] = found
+        return found
+
+    def terms(self, chunk: Chunk) -> ChunkTerms:
+        """The chunk's terms: looked up for a chunk of the index, read for any other."""
+        found = self.chunk_terms.get(chunk.chunk_id)
+        return found if found is not None else read_terms(chunk, self.word_ids, {})
 
 
 _views_lock = threading.Lock()
@@ -138,44 +172,36 @@ def build_views(index: lexical.LexicalIndex) -> CorpusViews:
     unit_tokens = {c.chunk_id: frozenset(lexical.tokenize(c.text)) for c in unit_chunks}
     headings = {c.chunk_id: frozenset(lexical.tokenize(" ".join(m.group() for m in _CAPS_RUN.finditer(c.text))))
                 for c in unit_chunks}
+    word_ids: dict[str, int] = {}
+    heading_tokens: dict[str, frozenset] = {}
+    terms = {c.chunk_id: read_terms(c, word_ids, heading_tokens, grow=True) for c in index.chunks}
     return CorpusViews(units, {c.chunk_id: i for i, c in enumerate(units.chunks)},
                        sections, {tuple(c.chunk_id.split("\x1f", 1)): i for i, c in enumerate(sections.chunks)},
-                       dict(doc_pages), unit_tokens, headings, frozenset().union(*unit_tokens.values()))
+                       dict(doc_pages), unit_tokens, headings, frozenset().union(*unit_tokens.values()),
+                       word_ids, terms)
 
 
-@dataclass(frozen=True)
-class ChunkTerms:
-    """What a chunk's text says, read once: its tokens, its heading's, and its words in order."""
+def read_terms(chunk: Chunk, word_ids: dict[str, int], headings: dict[str, frozenset],
+               grow: bool = False) -> ChunkTerms:
+    """The BM25 tokens of a chunk's text and heading, and its words in order as ids in ``word_ids``.
 
-    tokens: frozenset
-    heading: frozenset
-    words: tuple[str, ...]  # normalised words and figures, in reading order
-    figures: np.ndarray  # positions in ``words`` that are figures
-
-
-_terms_lock = threading.Lock()
-_chunk_terms_cache: OrderedDict[tuple[str, str, str, str], ChunkTerms] = OrderedDict()
-_CHUNK_TERMS_CACHE_SIZE = 50_000  # a candidate window's chunks recur across questions
-
-
-def chunk_terms(chunk: Chunk) -> ChunkTerms:
-    """The BM25 tokens of a chunk's text and heading, and its words in order, kept per chunk."""
-    key = (chunk.chunk_id, chunk.text, chunk.section, chunk.title)
-    with _terms_lock:
-        found = _chunk_terms_cache.get(key)
-        if found is not None:
-            _chunk_terms_cache.move_to_end(key)
-            return found
-    words = tuple(w.lower() for w in _WORD.findall(lexical.normalise(chunk.text)))
+    ``grow`` adds the words ``word_ids`` lacks; otherwise such a word gets the id
+    ``len(word_ids)``, which no question word has. ``headings`` keeps the tokens
+    of each heading read so far (a document's chunks share a few).
+    """
+    words = [w.lower() for w in _WORD.findall(lexical.normalise(chunk.text))]
     figures = np.asarray([i for i, w in enumerate(words) if _FIGURE.match(w) and any(ch.isdigit() for ch in w)],
                          dtype=np.int64)
-    found = ChunkTerms(frozenset(lexical.tokenize(chunk.text)),
-                       frozenset(lexical.tokenize(f"{chunk.section} {chunk.title}")), words, figures)
-    with _terms_lock:
-        _chunk_terms_cache[key] = found
-        while len(_chunk_terms_cache) > _CHUNK_TERMS_CACHE_SIZE:
-            _chunk_terms_cache.popitem(last=False)
-    return found
+    if grow:
+        ids = [word_ids.setdefault(w, len(word_ids)) for w in words]
+    else:
+        unknown = len(word_ids)
+        ids = [word_ids.get(w, unknown) for w in words]
+    heading_text = f"{chunk.section} {chunk.title}"
+    heading = headings.get(heading_text)
+    if heading is None:
+        heading = headings[heading_text] = frozenset(lexical.tokenize(heading_text))
+    return ChunkTerms(frozenset(lexical.tokenize(chunk.text)), heading, np.asarray(ids, dtype=np.int64), figures)
 
 
 def query_terms(query: str) -> set[str]:
@@ -183,17 +209,25 @@ def query_terms(query: str) -> set[str]:
     return set(lexical.tokenize(query))
 
 
-def label_match(words_of_question: set[str], terms: ChunkTerms) -> float:
+def question_words(words_of_question: set[str], views: CorpusViews) -> np.ndarray:
+    """A mask over ``views.word_ids`` (one slot more, for words no chunk holds): the question's words."""
+    mask = np.zeros(len(views.word_ids) + 1, dtype=bool)
+    ids = [views.word_ids[w] for w in words_of_question if w in views.word_ids]
+    mask[ids] = True
+    return mask
+
+
+def label_match(words_of_question: set[str], in_question: np.ndarray, terms: ChunkTerms) -> float:
     """The most of the question's words found among the LABEL_WINDOW words before any one figure.
 
     An accounts page flattens each table row to "Provisions 1,234 5,678": the
     row's label is the words before its figures. A question whose words sit in
     one row's label, right before a figure, asks for that figure.
+    ``in_question`` is question_words(words_of_question, views).
     """
     if not words_of_question or not len(terms.figures):
         return 0.0
-    hit = np.fromiter((w in words_of_question for w in terms.words), dtype=np.int64, count=len(terms.words))
-    running = np.concatenate(([0], np.cumsum(hit)))
+    running = np.concatenate(([0], np.cumsum(in_question[terms.words], dtype=np.int64)))
     ends = terms.figures
     starts = np.maximum(ends - LABEL_WINDOW, 0)
     return float(min(1.0, (running[ends] - running[starts]).max() / len(words_of_question)))
@@ -284,10 +318,11 @@ def _candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequenc
                     default=None)
     page_rel, section_rel = _relative_bm25(lexical.tokenize(query), chunks, views)
     signals = question_signals(terms, per_engine, views)
+    in_question = question_words(words, views)
     rows = np.zeros((len(chunks), len(FEATURES)))
     for i, (chunk, engines) in enumerate(zip(chunks, per_engine)):
         dense, bm25 = engines.get("dense"), engines.get("bm25")
-        found = chunk_terms(chunk)
+        found = views.terms(chunk)
         page_tokens = views.unit_tokens.get(chunk.unit, found.tokens)
         dense_rr = 1.0 / dense.rank if dense and dense.rank else 0.0
         bm25_rr = 1.0 / bm25.rank if bm25 and bm25.rank else 0.0
@@ -302,9 +337,9 @@ def _candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequenc
             "heading_match": _share(terms, found.heading), "term_share": _share(terms, found.tokens),
             "page_term_share": _share(terms, page_tokens),
             "number_match": _share(numbers, found.tokens), "page_number_match": _share(numbers, page_tokens),
-            "label_match": label_match(words, found),
+            "label_match": label_match(words, in_question, found),
             "caps_heading_match": _share(words, views.unit_headings.get(chunk.unit, frozenset())),
-            **_analysis_matches(analysis, chunk, periods),
+            **_analysis_matches(analysis, chunk, periods, views),
             "is_table": 1.0 if getattr(chunk, "kind", "prose") == "table" else 0.0,
             "first_on_page": 1.0 if chunk.position == 0 else 0.0, "length": chunk.n_tokens / 256.0,
             "dense_rr_x_agree": dense_rr * signals.agreement, "bm25_rr_x_agree": bm25_rr * signals.agreement,
@@ -319,9 +354,10 @@ _ANALYSIS_FEATURES = ("period_in_chunk", "doc_period_match", "amount_match", "co
 
 
 def _analysis_matches(analysis: QA.QueryAnalysis | None, chunk: Chunk,
-                      periods: Mapping[str, QA.DocumentPeriod] | None) -> dict[str, float]:
+                      periods: Mapping[str, QA.DocumentPeriod] | None, views: CorpusViews) -> dict[str, float]:
     if analysis is None or analysis.empty:
         return {name: 0.0 for name in _ANALYSIS_FEATURES}
     doc_period = periods.get(chunk.doc_id) if periods else None
-    found = QA.match_features(analysis, chunk, doc_period.period if doc_period else None)
+    named = views.periods_in(chunk, analysis.fy_start_month) if analysis.target_period is not None else None
+    found = QA.match_features(analysis, chunk, doc_period.period if doc_period else None, chunk_periods=named)
     return {name: float(found[name]) for name in _ANALYSIS_FEATURES}

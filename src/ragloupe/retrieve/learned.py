@@ -67,13 +67,15 @@ class LearnedModel:
     def explain(self, rows: np.ndarray) -> list[LearnedScore]:
         """Each row's logit, probability and exact per-feature contributions (they sum to the logit)."""
         parts = self._standardised(rows) * self.coef
+        intercept = float(self.intercept)
         out = []
-        for raw, row in zip(self._columns(rows), parts):
-            logit = float(self.intercept + row.sum())
-            out.append(LearnedScore(
-                logit=logit, probability=_sigmoid(logit), intercept=float(self.intercept),
-                contributions={name: float(v) for name, v in zip(self.features, row)},
-                values={name: float(v) for name, v in zip(self.features, raw)}))
+        # Python floats from tolist() are the values float() gives each element, an order of
+        # magnitude faster; each logit is still its own row's sum, as before.
+        for raw, row, total in zip(self._columns(rows).tolist(), parts.tolist(), (r.sum() for r in parts)):
+            logit = float(self.intercept + total)
+            out.append(LearnedScore(logit=logit, probability=_sigmoid(logit), intercept=intercept,
+                                    contributions=dict(zip(self.features, row)),
+                                    values=dict(zip(self.features, raw))))
         return out
 
     def _columns(self, rows: np.ndarray) -> np.ndarray:

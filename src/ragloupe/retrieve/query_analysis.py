@@ -30,7 +30,6 @@ Everything here is pure: text in, dataclasses out.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -400,25 +399,34 @@ def period_match(analysis: QueryAnalysis, doc_period: Period | None) -> float:
     return 0.5 if doc_period in analysis.named_periods else 0.0
 
 
-@functools.lru_cache(maxsize=20_000)
-def _periods_named_in(text: str, fy_start_month: int) -> frozenset:
-    """The fiscal periods a chunk's text names (bare years apart); kept, as chunks recur as candidates."""
-    return frozenset(m.period for m in find_periods(normalise(text), fy_start_month) if m.kind != "year")
+# Every period pattern needs a year, or "fy" before two digits: text with neither names none.
+_MAY_NAME_PERIOD = re.compile(rf"{YEAR_PATTERN}|fy")
+
+
+def periods_named_in(text: str, fy_start_month: int = 4) -> frozenset:
+    """The fiscal periods a chunk's text names (bare years apart)."""
+    text = normalise(text)
+    if not _MAY_NAME_PERIOD.search(text):
+        return frozenset()
+    return frozenset(m.period for m in find_periods(text, fy_start_month) if m.kind != "year")
 
 
 def match_features(analysis: QueryAnalysis, chunk: Chunk, doc_period: Period | None = None,
-                   fy_start_month: int | None = None) -> dict[str, float]:
+                   fy_start_month: int | None = None, chunk_periods: frozenset | None = None) -> dict[str, float]:
     """Per-candidate features, every name in FEATURES, each a float (0.0 when not applicable).
 
     ``doc_period``: the chunk's document's period, when known. The chunk's periods
-    are read with the question's fiscal year (``fy_start_month`` overrides it).
-    Cheap: figures are read only when the question names an amount.
+    are read with the question's fiscal year (``fy_start_month`` overrides it);
+    ``chunk_periods`` is what periods_named_in() said of the chunk's text under that
+    month, when the caller keeps it. Cheap: figures are read only when the question
+    names an amount.
     """
     month = analysis.fy_start_month if fy_start_month is None else fy_start_month
     target = analysis.target_period
     period_in_chunk = 0.0
     if target is not None:
-        period_in_chunk = 1.0 if target in _periods_named_in(chunk.text, month) else 0.0
+        named = chunk_periods if chunk_periods is not None else periods_named_in(chunk.text, month)
+        period_in_chunk = 1.0 if target in named else 0.0
     text = normalise(chunk.text) if analysis.amounts or analysis.codes else ""
     amount_share = 0.0
     if analysis.amounts:
