@@ -63,13 +63,18 @@ _TOKEN_RE = re.compile(
 # Function words that carry no retrieval signal (the list and why: ragloupe.textrules).
 STOPWORDS = BM25_STOPWORDS
 
-_TRANSLATE = str.maketrans({"’": "'", "‘": "'", "–": "-", "—": "-", "‑": "-", "\u00a0": " "})
+# Replaced one by one, not with str.translate: a table with non-ASCII keys sends translate down
+# its per-character path, ~35x slower than these six replaces (it was a fifth of tokenize()).
+_UNIFY = (("’", "'"), ("‘", "'"), ("–", "-"), ("—", "-"), ("‑", "-"), ("\u00a0", " "))
 
 
 def normalise(text: str) -> str:
     """NFKC, lower-case, unify dashes and quotes, drop possessive 's."""
-    text = unicodedata.normalize("NFKC", text).translate(_TRANSLATE).lower()
-    return re.sub(r"'s\b", "", text)
+    text = unicodedata.normalize("NFKC", text)
+    for char, unified in _UNIFY:
+        if char in text:
+            text = text.replace(char, unified)
+    return re.sub(r"'s\b", "", text.lower())
 
 
 def tokenize(text: str) -> list[str]:
