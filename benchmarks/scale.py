@@ -1,0 +1,347 @@
+"""Search at 10k, 100k and 300k chunks: hybrid p50/p95 per stage, the first search after a
+restart, peak memory and the index build time, with embedded Chroma and with a Chroma server.
+
+    nice -n 15 .venv/bin/python benchmarks/scale.py [--sizes 10000,100000,300000]
+        [--cache /work/cache/scale] [--source /work/cache/demo-index] [--queries 50]
+        [--stores embedded,server] [--port 8765]
+
+Writes benchmarks/results/scale.json.
+
+Each size's corpus is built once under ``<cache>/<size>`` (outside the repo) and
+reused: synthetic documents made from the demo index's real chunks and real
+vectors (benchmarks/scale_corpus.py), written through the index's own
+Store.upsert; the BM25 build is timed over what Chroma then holds. Every
+measurement runs in a fresh process (``scale.py probe``), as a restart would:
+imports, opening the store, loading the real model, reading every chunk and
+building the BM25, the documents' periods and the learned model, then one
+search, each timed apart; then ``--queries`` Grampian gold questions, encoded
+by the real model, through search() in the default mode and settings (hybrid,
+learned fusion, query analysis and the period filter on), with the pipeline's
+own per-stage timings. The process's peak RSS is read from the kernel. For the
+server runs the benchmark starts ``chroma run --path <cache>/<size>/index/chroma``
+from the venv, points CHROMA_HOST at it, and stops it afterwards; the server's
+own peak RSS is reported too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+STARTED = time.perf_counter()
+
+import numpy as np  # noqa: E402
+
+from ragloupe.config import PROJECT_ROOT, Settings, bootstrap_environment  # noqa: E402
+
+bootstrap_environment()
+
+RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "scale.json"
+GOLD = PROJECT_ROOT / "data" / "benchmarks" / "grampian" / "eval"
+SEED = 20261201
+WARMUP = 3
+
+
+def settings_for(index_dir: Path, host: str = "", port: int = 8000) -> Settings:
+    root = index_dir.parent
+    return Settings.from_env(index_dir=index_dir, runs_dir=root / "runs", raw_dir=root / "raw",
+                             logs_dir=root / "logs", chroma_host=host, chroma_port=port,
+                             llm_backend="none")
+
+
+def gold_questions() -> list[str]:
+    questions: list[str] = []
+    for path in sorted(GOLD.glob("*.eval.json")):
+        questions += [q["question"] for q in json.loads(path.read_text(encoding="utf-8"))["queries"]]
+    return questions
+
+
+def peak_rss_mb(pid: int | str = "self") -> float:
+    """The process's peak resident memory (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def summarise(samples: list[float]) -> dict[str, float]:
+    values = np.asarray(samples) * 1000
+    return {"p50_ms": round(float(np.percentile(values, 50)), 1),
+            "p95_ms": round(float(np.percentile(values, 95)), 1),
+            "mean_ms": round(float(values.mean()), 1)}
+
+
+# ---- building a size once ------------------------------------------------------------------
+def build(size: int, cache: Path, source_dir: Path) -> dict:
+    """The corpus of ``size`` chunks under ``cache/size``, built unless already there."""
+    from ragloupe.index import lexical
+    from ragloupe.index.store import open_store
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import scale_corpus
+
+    meta_path = cache / str(size) / "build.json"
+    if meta_path.exists():
+        return json.loads(meta_path.read_text())
+    index_dir = cache / str(size) / "index"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    source_store = open_store(settings_for(source_dir))
+    source_chunks = source_store.all_chunks()
+    source = scale_corpus.Source(source_chunks, source_store.get_embeddings([c.chunk_id for c in source_chunks]))
+    settings = settings_for(index_dir)
+    store = open_store(settings)
+    write_s, documents = 0.0, 0
+    for chunks, vectors in scale_corpus.synthetic_batches(source, size, SEED + size):
+        start = time.perf_counter()
+        store.upsert(chunks, vectors)
+        write_s += time.perf_counter() - start
+        documents += 1
+    store.set_content_marker(f"scale-{size}-{SEED}")
+    start = time.perf_counter()
+    chunks = store.all_chunks()
+    read_s = time.perf_counter() - start
+    start = time.perf_counter()
+    lexical.build_index(chunks, k1=settings.bm25_k1, b=settings.bm25_b, backend=settings.bm25_backend)
+    bm25_s = time.perf_counter() - start
+    meta = {"chunks": store.count(), "documents": documents, "source": str(source_dir),
+            "chroma_write_s": round(write_s, 1), "read_all_chunks_s": round(read_s, 1),
+            "bm25_build_s": round(bm25_s, 1), "index_build_s": round(write_s + read_s + bm25_s, 1),
+            "disk_mb": round(sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file()) / 2**20),
+            "load_average_1m_after": round(os.getloadavg()[0], 1)}
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+# ---- one fresh process: restart, then timed searches -----------------------------------------
+def restart_parts(settings: Settings, question: str) -> tuple[dict, object, object]:
+    """Everything a restarted process does before its first answer, each part timed."""
+    from ragloupe.index.embedder import get_embedder
+    from ragloupe.index.store import open_store
+    from ragloupe.retrieve import corpus, doc_periods, engines, features, learned
+    from ragloupe.retrieve.search import search
+
+    parts: dict = {"imports_s": time.perf_counter() - STARTED}
+    # CPU seconds of this process per part: on a shared machine they move less than the wall time.
+    cpu: dict = {"imports_s": time.process_time()}
+
+    def timed(name: str, step):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        value = step()
+        parts[name] = time.perf_counter() - start
+        cpu[name] = time.process_time() - start_cpu
+        return value
+
+    store = timed("open_store_s", lambda: open_store(settings))
+    timed("load_model_s", lambda: get_embedder(settings).encode(["warm"]))
+    timed("read_all_chunks_s", lambda: corpus.all_chunks(store, settings))
+    timed("bm25_build_s", lambda: engines.lexical_index(store, settings))
+    timed("document_periods_s", lambda: doc_periods.document_periods(store, settings))
+    timed("learned_model_s", lambda: learned.read(settings))
+    # Learned fusion's page- and section-level BM25, built from the chunk BM25 on first use.
+    timed("page_section_views_s", lambda: features.corpus_views(engines.lexical_index(store, settings)))
+    embedder = get_embedder(settings)
+    ranking = timed("first_search_s", lambda: search(question, settings=settings, store=store, embedder=embedder))
+    parts["first_search_stages_ms"] = {k: round(v * 1000, 1) for k, v in ranking.timings.items()}
+    parts["rss_after_start_mb"] = peak_rss_mb()
+    seconds = [v for k, v in parts.items() if k.endswith("_s")]
+    parts["restart_to_first_answer_s"] = sum(seconds)
+    parts["after_imports_to_first_answer_s"] = sum(seconds) - parts["imports_s"]
+    parts["cpu_s"] = {k: round(v, 2) for k, v in cpu.items()}
+    return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in parts.items()}, store, embedder
+
+
+def timed_searches(settings: Settings, store, embedder, questions: list[str]) -> dict:
+    from ragloupe.retrieve.search import search
+
+    for question in questions[-WARMUP:]:
+        search(question, settings=settings, store=store, embedder=embedder)
+    totals, without_embedding, stages, fused_by, cpu = [], [], {}, Counter(), []
+    for question in questions[:-WARMUP]:
+        start_cpu = time.process_time()
+        ranking = search(question, settings=settings, store=store, embedder=embedder)
+        cpu.append(time.process_time() - start_cpu)
+        timings = ranking.timings
+        fused_by[ranking.fusion.split(":")[0]] += 1
+        totals.append(timings["total"])
+        without_embedding.append(timings["total"] - timings.get("query_embedding", 0.0))
+        for stage, seconds in timings.items():
+            if stage not in ("total", "setup"):
+                stages.setdefault(stage, []).append(seconds)
+    return {"mode": ranking.mode, "queries": len(totals), "fused_by": dict(fused_by), **summarise(totals),
+            "without_query_embedding": summarise(without_embedding), "cpu": summarise(cpu),
+            "stages_p50_ms": {s: round(float(np.percentile(v, 50)) * 1000, 2) for s, v in stages.items()},
+            "stages_p95_ms": {s: round(float(np.percentile(v, 95)) * 1000, 2) for s, v in stages.items()}}
+
+
+def probe(index_dir: Path, host: str, port: int, queries: int) -> dict:
+    settings = settings_for(index_dir, host, port)
+    questions = gold_questions()[: queries + WARMUP]
+    parts, store, embedder = restart_parts(settings, questions[0])
+    searches = timed_searches(settings, store, embedder, questions[1:])
+    return {"chunks": store.count(), "code": code_version(), "restart": parts, "hybrid": searches,
+            "peak_rss_mb": peak_rss_mb(),
+            "settings": {"mode": settings.mode, "fusion": settings.fusion,
+                         "candidate_window": settings.candidate_window, "k": settings.top_k,
+                         "query_analysis": settings.query_analysis, "period_filter": settings.period_filter,
+                         "bm25_backend": settings.bm25_backend, "unit_view": settings.unit_view,
+                         "embedding_model": settings.embedding_model}}
+
+
+def code_version() -> str:
+    """The commit the probe ran (and "+changes" when the checkout differs from it)."""
+    git = ["git", "-C", str(PROJECT_ROOT)]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "src"],
+                           capture_output=True, text=True).stdout.strip()
+    return head + ("+changes" if dirty else "")
+
+
+# ---- the driver: builds, probes, the server ------------------------------------------------------
+def run_probe(index_dir: Path, queries: int, host: str = "", port: int = 8000) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "probe", "--index", str(index_dir),
+               "--queries", str(queries), "--host", host, "--port", str(port)]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ})
+    if done.returncode != 0:
+        raise RuntimeError(f"probe failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def wait_for_port(port: int, server: subprocess.Popen, limit_s: float = 120.0) -> float:
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit_s:
+        if server.poll() is not None:
+            raise RuntimeError(f"chroma run exited with {server.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return time.perf_counter() - start
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"chroma run did not listen on {port} in {limit_s:g} s")
+
+
+def with_server(index_dir: Path, queries: int, port: int) -> dict:
+    """The probe against ``chroma run`` serving the same files, started and stopped here."""
+    chroma = Path(sys.executable).parent / "chroma"
+    log = open(index_dir.parent / "chroma-server.log", "w")
+    server = subprocess.Popen([str(chroma), "run", "--path", str(index_dir / "chroma"), "--host",
+                               "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        listening_s = wait_for_port(port, server)
+        result = run_probe(index_dir, queries, "127.0.0.1", port)
+        result["server"] = {"listening_after_s": round(listening_s, 2),
+                            "peak_rss_mb": peak_rss_mb(server.pid)}
+        return result
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def growth(sizes: list[dict]) -> dict:
+    """Per store: each figure's ratio between consecutive sizes next to the size ratio."""
+    out: dict = {}
+    for small, large in zip(sizes, sizes[1:]):
+        ratio = large["chunks"] / small["chunks"]
+        for store in large["stores"]:
+            if store not in small["stores"]:
+                continue
+            a, b = small["stores"][store], large["stores"][store]
+            figures = {"hybrid_p50": (a["hybrid"]["p50_ms"], b["hybrid"]["p50_ms"]),
+                       **{f"{k}": (a["restart"][k], b["restart"][k]) for k in
+                          ("read_all_chunks_s", "bm25_build_s", "document_periods_s",
+                           "page_section_views_s", "restart_to_first_answer_s")},
+                       **{f"stage {s}": (a["hybrid"]["stages_p50_ms"][s], v) for s, v in
+                          b["hybrid"]["stages_p50_ms"].items() if s in a["hybrid"]["stages_p50_ms"]}}
+            out.setdefault(store, []).append({
+                "from": small["chunks"], "to": large["chunks"], "size_ratio": round(ratio, 1),
+                "ratios": {k: round(y / x, 2) if x > 0.05 else None for k, (x, y) in figures.items()}})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", nargs="?", default="run", choices=["run", "build", "probe"])
+    parser.add_argument("--sizes", default="10000,100000,300000")
+    parser.add_argument("--cache", type=Path, default=Path("/work/cache/scale"))
+    parser.add_argument("--source", type=Path, default=Path("/work/cache/demo-index"))
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--stores", default="embedded,server")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--index", type=Path, help="probe: the index directory")
+    parser.add_argument("--host", default="", help="probe: a Chroma server's host")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the other sizes of an earlier report at --out (measure sizes in turn)")
+    args = parser.parse_args(argv)
+    if args.action == "probe":
+        print(json.dumps(probe(args.index, args.host, args.port, args.queries)))
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.action == "build":
+        for size in sizes:
+            print(json.dumps(build(size, args.cache, args.source)), flush=True)
+        return 0
+    return run(args, sizes, argv)
+
+
+def run(args, sizes: list[int], argv: list[str] | None) -> int:
+    """Build each size (once), probe it under each store; the report is rewritten after every probe."""
+    load_before = os.getloadavg()
+    earlier = json.loads(args.out.read_text()) if args.keep and args.out.exists() else {}
+    kept = [r for r in earlier.get("sizes", []) if r["chunks"] not in sizes]
+    results: list[dict] = []
+    stores = [s.strip() for s in args.stores.split(",") if s.strip()]
+    for size in sizes:
+        entry = {"chunks": size, "build": build(size, args.cache, args.source), "stores": {}}
+        results.append(entry)
+        index_dir = args.cache / str(size) / "index"
+        for store in stores:
+            entry["stores"][store] = (run_probe(index_dir, args.queries) if store == "embedded"
+                                      else with_server(index_dir, args.queries, args.port))
+            found = entry["stores"][store]
+            print(f"{size:>7} {store:<9} hybrid p50 {found['hybrid']['p50_ms']} ms "
+                  f"p95 {found['hybrid']['p95_ms']} ms, restart {found['restart']['restart_to_first_answer_s']} s, "
+                  f"peak {found['peak_rss_mb']} MB", flush=True)
+            write_report(args.out, kept, results, load_before, argv, earlier.get("runs", []))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def write_report(out: Path, kept: list[dict], results: list[dict], load_before: tuple,
+                 argv: list[str] | None, earlier_runs: list[dict]) -> None:
+    """The report: this run's sizes and, with --keep, the other sizes of the earlier report."""
+    this_run = {"command": "nice -n 15 .venv/bin/python benchmarks/scale.py " + " ".join(argv or sys.argv[1:]),
+                "sizes": [r["chunks"] for r in results],
+                # The machine is shared: a load above the CPU count inflates every figure.
+                "load_average_before": [round(x, 1) for x in load_before],
+                "load_average_after": [round(x, 1) for x in os.getloadavg()]}
+    sizes = sorted(kept + results, key=lambda r: r["chunks"])
+    report = {
+        "benchmark": "scale",
+        "runs": [r for r in earlier_runs if set(r["sizes"]) - set(this_run["sizes"])] + [this_run],
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "corpus": "synthetic documents copied from the demo index's real chunks and vectors "
+                  "(benchmarks/scale_corpus.py)",
+        "sizes": sizes,
+        "growth": growth([r for r in sizes if r["stores"]]),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
