@@ -17,8 +17,8 @@ Robertson idf, negative idf floored at 0):
   Python, one pass over every chunk per query term: ~90 ms a query at 10k
   chunks, too slow for the 50 ms hybrid target above a few thousand.
 
-Pure: building and searching touch no disk; the caller (retrieve.engines)
-decides when to rebuild.
+Pure: building and searching touch no disk; index.lexical_saved saves and
+loads a built index, and the caller (retrieve.engines) decides when to rebuild.
 """
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ class LexicalIndex:
     doc_ids: np.ndarray
     pages: np.ndarray
     qualities: np.ndarray
+    tokens: list[list[str]] | None = None  # rank_bm25 only: what lexical_saved writes for it
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -182,6 +183,14 @@ def build_index(chunks: Iterable[Chunk], k1: float = 1.5, b: float = 0.75,
     ordered = sorted(chunks, key=lambda c: c.chunk_id)
     corpus = [tokenize(c.search_text) for c in ordered]  # with the context line under chunk_context
     model = _build_model(corpus, k1, b, backend) if ordered else None
+    index = from_parts(ordered, model, k1, b, backend)
+    if backend == "rank_bm25":
+        index.tokens = corpus
+    return index
+
+
+def from_parts(ordered: list[Chunk], model: Any, k1: float, b: float, backend: str) -> LexicalIndex:
+    """The index over chunks already ordered by id, with a back end built (or loaded) over them."""
     return LexicalIndex(
         chunks=ordered, backend=backend, k1=k1, b=b, model=model,
         # Fixed-width unicode arrays, not object arrays: np.isin on them is ~20x faster.
@@ -198,6 +207,11 @@ def _build_model(corpus: list[list[str]], k1: float, b: float, backend: str) -> 
         model = bm25s.BM25(method="atire", idf_method="robertson", k1=k1, b=b)
         model.index(corpus, show_progress=False)
         return model
+    return rank_bm25_model(corpus, k1, b)
+
+
+def rank_bm25_model(corpus: list[list[str]], k1: float, b: float) -> Any:
+    """rank-bm25's BM25Okapi over token lists (also how a saved rank_bm25 index is read back)."""
     from rank_bm25 import BM25Okapi
 
     # epsilon 0: a term in more than half the chunks scores 0 instead of a

@@ -247,6 +247,7 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
                             is_new, progress, (i, total))
         manifest.save()
         store.set_content_marker(manifest.content_hash())
+        _save_lexical(store, settings, timings)
         _tally(manifest, summary)
         summary.chunks = store.count()
         if progress:
@@ -254,6 +255,19 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
     timings["total"] = time.perf_counter() - started
     summary.timings = {k: round(v, 3) for k, v in timings.items()}
     return summary
+
+
+def _save_lexical(store: Store, settings: Settings, timings: Counter[str]) -> None:
+    """Save the chunk BM25 of what the store now holds, so a server starts without building it;
+    a failure to write only means the first search builds it (lexical_saved)."""
+    from ragloupe.index import lexical_saved
+
+    mark = time.perf_counter()
+    try:
+        lexical_saved.refresh(store, settings)
+    except OSError:
+        pass
+    timings["bm25"] += time.perf_counter() - mark
 
 
 def _rebuild_paths(paths: Sequence[str | Path] | None, manifest: Manifest,

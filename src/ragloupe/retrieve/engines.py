@@ -79,12 +79,15 @@ def lexical_index(store, settings: Settings) -> lexical.LexicalIndex:
 
     Keyed by where the store is, its content fingerprint and the BM25
     settings, so changing k1, b or the backend never returns a stale index.
+    Loaded from the copy the indexer saved (index.lexical_saved) when it
+    matches, else built and saved for the next process.
     """
+    from ragloupe.index import lexical_saved
+
     key = corpus.content_key(store, settings)
-    return _lexical_cache.get(
-        key + (float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend),
-        lambda: lexical.build_index(corpus.all_chunks(store, settings, key), k1=settings.bm25_k1,
-                                    b=settings.bm25_b, backend=settings.bm25_backend))
+    k1, b, backend = float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend
+    return _lexical_cache.get(key + (k1, b, backend), lambda: lexical_saved.load_or_build(
+        settings, key[-1], lambda: corpus.all_chunks(store, settings, key), k1, b, backend))
 
 
 def bm25_search(index: lexical.LexicalIndex, query: str, n: int,
