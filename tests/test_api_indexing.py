@@ -165,9 +165,16 @@ def test_serve_refuses_a_public_address_without_a_key(isolated_dirs):
     assert done.returncode == 2 and "without an API key" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_serve_refuses_a_worker_count_that_is_not_a_whole_number(isolated_dirs):
+    done = subprocess.run([*RAGLOUPE, "serve", "--workers", "0"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--workers takes a whole number from 1 to 64" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_serve_listens_on_loopback_and_answers_health(isolated_dirs):
+    # Two worker processes on the one port: the way to use both cores (docs/api.md).
     port = free_port()
-    process = _serve(["--port", str(port)], {**os.environ, "RAGLOUPE_LLM_BACKEND": "none"})
+    process = _serve(["--port", str(port), "--workers", "2"], {**os.environ, "RAGLOUPE_LLM_BACKEND": "none"})
     try:
         wait_until_ready(f"http://127.0.0.1:{port}/health", process, timeout_s=60)
         sockets = psutil.Process(process.pid).net_connections(kind="inet")

@@ -15,7 +15,6 @@ package, served by this server: nothing comes from the internet.
 
 from __future__ import annotations
 
-import threading
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
@@ -50,7 +49,7 @@ def create_app(settings: Settings, warm: bool = False) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if warm:
-            threading.Thread(target=resources.warm_up, name="warm-up", daemon=True).start()
+            resources.start_warm_up()
         yield
 
     app = FastAPI(title="ragloupe", version=ragloupe.__version__, docs_url=None, redoc_url=None,
@@ -65,6 +64,14 @@ def create_app(settings: Settings, warm: bool = False) -> FastAPI:
     app.add_exception_handler(RagloupeError, _named_error)
     app.add_middleware(Guard, resources=app.state.resources)
     return app
+
+
+def serve_app() -> FastAPI:
+    """The warmed application with the settings of the environment: what each worker process of
+    `ragloupe serve --workers N` imports (uvicorn's factory), as the single process does."""
+    from ragloupe.config import get_settings
+
+    return create_app(get_settings(), warm=True)
 
 
 def status_for(exc: RagloupeError) -> int:

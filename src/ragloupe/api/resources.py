@@ -11,6 +11,7 @@ from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
 
 
+WARM_UP_WAIT_S = 300.0  # a search waits at most this long for the warm-up, then goes on alone
 WARM_UP_QUESTION = "What was the total expenditure and the number of staff in the year?"
 
 
@@ -35,6 +36,8 @@ class Resources:
         self.model_loading = False
         self.model_error = ""
         self.warm_up_state = "not started"  # running | done: the model, BM25 and the caches
+        self._warmed = threading.Event()
+        self._warmed.set()  # nothing to wait for until start_warm_up
 
     def store(self) -> Any:
         with self._store_lock:
@@ -87,17 +90,32 @@ class Resources:
                 self._goldsets = load_goldsets(find_goldsets(self.settings))
             return self._goldsets
 
+    def start_warm_up(self) -> None:
+        """Warm up in a background thread; searches wait for it (wait_for_warm_up)."""
+        self._warmed.clear()
+        threading.Thread(target=self.warm_up, name="warm-up", daemon=True).start()
+
+    def wait_for_warm_up(self, timeout_s: float = WARM_UP_WAIT_S) -> None:
+        """Let a search that arrives during the warm-up wait for it instead of building the same
+        caches a second time beside it (two builds under one GIL take twice as long)."""
+        self._warmed.wait(timeout_s)
+
     def warm_up(self) -> None:
         """Load the model, then what the first search needs (BM25, the caches) with one search;
         an empty or broken index is reported when searched, a model that fails to load in health."""
         from ragloupe.retrieve.search import search
 
         self.warm_up_state = "running"
+        self.model_loading = True  # said at once, before the model lock is even taken
+        loader = threading.Thread(target=self._load_model_quietly, name="model-load", daemon=True)
+        loader.start()
         try:
-            self.model_loading = True  # said at once, before the model lock is even taken
-            self.embedder()
             if self.store().count() == 0:
                 return
+            from ragloupe.retrieve.engines import lexical_index
+
+            lexical_index(self.store(), self.settings)  # the saved BM25, read while the model loads
+            loader.join()  # the model, or its error from embedder() below
             # A question with words both engines find, so fusion (learned fusion's per-chunk
             # features included) builds its caches now; "warm up" alone left them to the first user.
             search(WARM_UP_QUESTION, settings=self.settings, explain=True, store=self.store(),
@@ -110,5 +128,13 @@ class Resources:
             if not isinstance(exc, RagloupeError):
                 log_exception(exc, self.settings)
         finally:
+            loader.join()
             self.model_loading = False
             self.warm_up_state = "done"
+            self._warmed.set()
+
+    def _load_model_quietly(self) -> None:
+        try:
+            self.embedder()
+        except Exception:  # noqa: BLE001  the warm-up's own embedder() call reports it
+            pass

@@ -30,6 +30,7 @@ def run_search(body: SearchRequest, request: Request, doc_id: str | None = None)
     from ragloupe.retrieve.search import ranking_to_dict, search
 
     resources = request.app.state.resources
+    resources.wait_for_warm_up()
     documents, scope, notes = _documents(body, doc_id, resources)
     keep = evidencerag.chunk_filter(body)
     depth = max(body.k, evidencerag.CHUNK_FILTER_DEPTH) if keep else body.k

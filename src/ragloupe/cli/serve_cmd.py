@@ -1,6 +1,13 @@
 """`ragloupe serve`: the HTTP API (FastAPI under uvicorn), on 127.0.0.1 unless told otherwise.
 
-    ragloupe serve [--host 127.0.0.1] [--port 8765]
+    ragloupe serve [--host 127.0.0.1] [--port 8765] [--workers 1]
+
+``--workers N`` runs N server processes on the one port (uvicorn's workers): each
+loads the model, the saved BM25 and the caches itself (N times the memory), and
+searches then use N cores. One is the default: indexing jobs, their status and
+the counters of /metrics live in the process that took the request, so with
+more than one a job's status or the counters depend on which worker answers
+(docs/api.md).
 
 A non-loopback address is refused unless RAGLOUPE_API_KEY is set. The
 interactive docs are at /docs, the schema at /openapi.json.
@@ -18,9 +25,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description=__doc__.splitlines()[0])
     parser.add_argument("--host", default=None, help="address to listen on (default: RAGLOUPE_API_HOST, 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port (default: RAGLOUPE_API_PORT, 8765)")
+    parser.add_argument("--workers", type=_workers, default=1,
+                        help="server processes on the port, each with its own model and caches (default 1)")
     parser.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
                         help="uvicorn's log level (default warning)")
     parser.set_defaults(handler=handle)
+
+
+def _workers(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 64:
+        raise argparse.ArgumentTypeError(f"--workers takes a whole number from 1 to 64, not {text!r}")
+    return count
 
 
 def handle(args: argparse.Namespace) -> CommandResult:
@@ -35,5 +54,10 @@ def handle(args: argparse.Namespace) -> CommandResult:
     port = args.port if args.port is not None else settings.api_port
     check_bind(host, settings)
     print(f"ragloupe API on http://{host}:{port} (docs at /docs); Ctrl+C stops it", flush=True)
-    uvicorn.run(create_app(settings, warm=True), host=host, port=port, log_level=args.log_level, access_log=False)
+    if args.workers == 1:
+        uvicorn.run(create_app(settings, warm=True), host=host, port=port, log_level=args.log_level,
+                    access_log=False)
+    else:  # each worker process builds its own app from the same environment
+        uvicorn.run("ragloupe.api.app:serve_app", factory=True, workers=args.workers, host=host, port=port,
+                    log_level=args.log_level, access_log=False)
     return CommandResult({"stopped": True}, "ragloupe API stopped")
