@@ -1,6 +1,6 @@
 """Load on POST /api/v1/search: p50 / p95 latency and requests/s with 1, 4 and 16 concurrent clients.
 
-    .venv/bin/python benchmarks/api_load.py [--clients 1,4,16] [--seconds 20] [--k 10]
+    .venv/bin/python benchmarks/api_load.py [--clients 1,4,16] [--seconds 20] [--k 10] [--workers 1]
 
 Writes benchmarks/results/api_load.json. Needs a built index (RAGLOUPE_INDEX_DIR,
 default data/index: `make index`).
@@ -12,6 +12,12 @@ HTTP connection, send searches back to back for a fixed number of seconds
 (and at most --max-requests each: the loop is bounded and stops by itself).
 Every request is accounted for: answered with 200, answered with another
 status (an error), or not answered (lost). The server is stopped at the end.
+
+``--workers N`` starts `ragloupe serve --workers N` (N server processes on the
+port); the resident memory is then the sum over the master and its workers.
+Targets (issue 22): requests/s at the most clients >= 1.8x one client's, and
+p50 over HTTP at one client <= the pipeline's own time (the answer's
+ranking.timings.total, its median over the same requests) + 30 ms.
 
 The questions are the 150 Grampian gold questions in turn, each made unique
 with a request number, so no answer comes from the server's query-vector
@@ -42,6 +48,8 @@ RESULTS = ROOT / "benchmarks" / "results" / "api_load.json"
 GOLD = sorted((ROOT / "data" / "benchmarks" / "grampian" / "eval").glob("*.eval.json"))
 RAGLOUPE = [sys.executable, "-c", "import sys; from ragloupe.cli import main; sys.exit(main())"]
 TARGET_RATIO = 4.0  # p50 at the most clients over p50 at one client
+TARGET_THROUGHPUT = 1.8  # requests/s at the most clients over one client's
+TARGET_HTTP_OVERHEAD_MS = 30.0  # p50 over HTTP minus the pipeline's own p50, at one client
 
 
 def questions() -> list[str]:
@@ -59,9 +67,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(port: int, timeout_s: float = 300) -> subprocess.Popen:
+def start_server(port: int, timeout_s: float = 300, workers: int = 1) -> subprocess.Popen:
     env = {**os.environ, "RAGLOUPE_API_KEY": "", "RAGLOUPE_LLM_BACKEND": "none"}
-    process = subprocess.Popen([*RAGLOUPE, "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
+    process = subprocess.Popen([*RAGLOUPE, "serve", "--host", "127.0.0.1", "--port", str(port),
+                                "--workers", str(workers)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -93,10 +102,25 @@ def wait_for_first_search(url: str, k: int, timeout_s: float = 900) -> float:
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
+    """Resident memory of the process and its children (uvicorn's workers), in MB."""
+    total = 0
+    for one in [pid, *_children(pid)]:
+        try:
+            lines = Path(f"/proc/{one}/status").read_text().splitlines()
+        except OSError:
+            continue
+        total += sum(int(line.split()[1]) for line in lines if line.startswith("VmRSS:"))
+    return round(total / 1024, 1) if total else float("nan")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return found + [grand for child in found for grand in _children(child)]
 
 
 class Counter:
@@ -115,6 +139,7 @@ class Counter:
 def run_level(url: str, clients: int, seconds: float, max_requests: int, k: int, pool: list[str],
               counter: Counter) -> dict:
     latencies: list[float] = []
+    pipeline: list[float] = []  # the pipeline's own time, from the answer's ranking.timings.total
     statuses: dict[str, int] = {}
     sent = [0]
     lock = threading.Lock()
@@ -142,6 +167,7 @@ def run_level(url: str, clients: int, seconds: float, max_requests: int, k: int,
                     statuses[status] = statuses.get(status, 0) + 1
                     if status == "200":
                         latencies.append(elapsed)
+                        pipeline.append(response.json()["ranking"]["timings"].get("total", float("nan")))
 
     threads = [threading.Thread(target=client) for _ in range(clients)]
     began = time.perf_counter()
@@ -159,6 +185,7 @@ def run_level(url: str, clients: int, seconds: float, max_requests: int, k: int,
         "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
         "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1000, 1) if ordered else None,
         "requests_per_s": round(ok / wall, 2),
+        "pipeline_p50_ms": round(statistics.median(pipeline) * 1000, 1) if pipeline else None,
     }
 
 
@@ -169,6 +196,7 @@ def main() -> None:
     parser.add_argument("--max-requests", type=int, default=500, help="per client and level (a bound)")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=5, help="searches before measuring")
+    parser.add_argument("--workers", type=int, default=1, help="ragloupe serve --workers N")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     levels = [int(c) for c in args.clients.split(",")]
@@ -176,11 +204,14 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     load_before = os.getloadavg()
-    server = start_server(port)
+    server = start_server(port, workers=args.workers)
     try:
         counter = Counter()
         ready_in_s = wait_for_first_search(url, args.k)
-        warm = run_level(url, 1, 600, args.warmup, args.k, pool, counter)
+        # With workers, warm-up searches on several connections at once reach every worker (the
+        # kernel spreads connections over them), and each waits for its worker's own warm-up.
+        warm = run_level(url, 1 if args.workers == 1 else 4 * args.workers, 600, args.warmup, args.k, pool,
+                         counter)
         memory_before = rss_mb(server.pid)
         results = [run_level(url, n, args.seconds, args.max_requests, args.k, pool, counter) for n in levels]
         memory_after = rss_mb(server.pid)
@@ -191,14 +222,20 @@ def main() -> None:
         server.wait(timeout=60)
     base, top = results[0]["p50_ms"], results[-1]["p50_ms"]
     ratio = round(top / base, 2) if base and top else None
+    one, most = results[0]["requests_per_s"], results[-1]["requests_per_s"]
+    throughput = round(most / one, 2) if one else None
+    overhead = round(base - results[0]["pipeline_p50_ms"], 1) if base and results[0]["pipeline_p50_ms"] else None
     report = {
         "benchmark": "api_load", "endpoint": "POST /api/v1/search", "k": args.k,
-        "command": "python benchmarks/api_load.py " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/api_load.py " + " ".join(sys.argv[1:]), "workers": args.workers,
         "index_dir": os.environ.get("RAGLOUPE_INDEX_DIR", "data/index"),
         "questions": f"{len(pool)} Grampian gold questions, each made unique with a request number",
         "levels": results, "warmup": warm, "first_search_ready_s": ready_in_s,
         "p50_ratio_most_to_one_client": ratio, "target_ratio": TARGET_RATIO,
         "meets_target": ratio is not None and ratio <= TARGET_RATIO,
+        "throughput_most_to_one_client": throughput, "target_throughput": TARGET_THROUGHPUT,
+        "meets_throughput_target": throughput is not None and throughput >= TARGET_THROUGHPUT,
+        "http_overhead_p50_ms_one_client": overhead, "target_http_overhead_ms": TARGET_HTTP_OVERHEAD_MS,
         "errors_total": sum(r["errors"] for r in results), "lost_total": sum(r["lost"] for r in results),
         "server_rss_mb": {"after_warmup": memory_before, "after_all_levels": memory_after},
         "query_encoder": {line.split()[0]: int(line.split()[1]) for line in metrics.splitlines()
@@ -212,6 +249,8 @@ def main() -> None:
     for r in results:
         print(f"{r['clients']:>3} clients: p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, "
               f"{r['requests_per_s']} req/s, errors {r['errors']}, lost {r['lost']}")
+    print(f"throughput {throughput}x one client's (target >= {TARGET_THROUGHPUT}); HTTP adds {overhead} ms "
+          f"at one client (target <= {TARGET_HTTP_OVERHEAD_MS})")
     print(f"p50 ratio {ratio} (target <= {TARGET_RATIO}); RSS {memory_before} -> {memory_after} MB; -> {args.out}")
 
 
