@@ -95,3 +95,15 @@ def test_rank_bm25_backend_round_trips_and_damaged_files_read_as_missing(setting
     assert lexical_saved.load(settings, "f" * 16, chunks, 1.2, 0.7, "rank_bm25") is None
     lexical_saved.prune(settings, set())
     assert _saved_dirs(settings) == []
+
+
+def test_a_sweep_of_settings_keeps_only_the_newest_saved_copies(settings):
+    chunks = _page_chunks()[:10]
+    written = []
+    for step in range(lexical_saved.KEEP_SAVED + 2):
+        k1 = 1.0 + step / 10
+        lexical_saved.load_or_build(settings, "e" * 16, lambda: chunks, k1, 0.75, "rank_bm25")
+        written.append(lexical_saved.saved_key("e" * 16, k1, 0.75, "rank_bm25"))
+    assert len(_saved_dirs(settings)) == lexical_saved.KEEP_SAVED
+    assert written[-1] in {p.name for p in _saved_dirs(settings)}
+    assert lexical_saved.load(settings, "e" * 16, chunks, 1.0, 0.75, "rank_bm25") is None

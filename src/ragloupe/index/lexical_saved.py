@@ -35,6 +35,9 @@ from ragloupe.models import Chunk
 
 FORMAT = 1
 SUBDIR = "lexical"
+# Saved copies kept beside the current one: a k1/b sweep saves one per setting, and without a
+# bound each would stay on disk (the indexer's refresh keeps only the current one).
+KEEP_SAVED = 4
 
 
 def _tokenizer_version() -> str:
@@ -136,10 +139,22 @@ def load_or_build(settings: Settings, fingerprint: str, chunks: Callable[[], Seq
         return index
     index = lexical.build_index(found, k1=k1, b=b, backend=backend)
     try:
-        save(index, settings, fingerprint)
+        kept = save(index, settings, fingerprint)
+        keep_newest(settings, KEEP_SAVED, kept.name)
     except OSError:  # a read-only index dir: this process still has its index
         pass
     return index
+
+
+def keep_newest(settings: Settings, count: int, current: str) -> None:
+    """Remove all but the ``count`` most recently written saved indexes (``current`` always stays)."""
+    root = settings.path("index_dir") / SUBDIR
+    saved = sorted((p for p in root.iterdir() if not p.name.startswith(".")),
+                   key=lambda p: p.stat().st_mtime, reverse=True)
+    keep = {current, *(p.name for p in saved[:count])}
+    for path in saved:
+        if path.name not in keep:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def prune(settings: Settings, keep: set[str]) -> None:
