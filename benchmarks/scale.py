@@ -274,13 +274,14 @@ def growth(sizes: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", nargs="?", default="run", choices=["run", "build", "probe"])
+    parser.add_argument("action", nargs="?", default="run", choices=["run", "build", "probe", "merge"])
     parser.add_argument("--sizes", default="10000,100000,300000")
     parser.add_argument("--cache", type=Path, default=Path("/work/cache/scale"))
     parser.add_argument("--source", type=Path, default=Path("/work/cache/demo-index"))
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--stores", default="embedded,server")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("reports", nargs="*", type=Path, help="merge: reports folded into --out, in turn")
     parser.add_argument("--index", type=Path, help="probe: the index directory")
     parser.add_argument("--host", default="", help="probe: a Chroma server's host")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -290,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "probe":
         print(json.dumps(probe(args.index, args.host, args.port, args.queries)))
         return 0
+    if args.action == "merge":
+        return merge_reports(args.out, args.reports)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.action == "build":
         for size in sizes:
@@ -300,11 +303,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args, sizes: list[int], argv: list[str] | None) -> int:
     """Build each size (once), probe it under each store; the report is rewritten after every probe."""
-    load_before = os.getloadavg()
-    earlier = json.loads(args.out.read_text()) if args.keep and args.out.exists() else {}
-    kept = [r for r in earlier.get("sizes", []) if r["chunks"] not in sizes]
-    results: list[dict] = []
     stores = [s.strip() for s in args.stores.split(",") if s.strip()]
+    record = {"command": "nice -n 15 .venv/bin/python benchmarks/scale.py " + " ".join(argv or sys.argv[1:]),
+              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "measured": [],
+              # The machine is shared: a load above the CPU count inflates every figure.
+              "load_average_before": [round(x, 1) for x in os.getloadavg()]}
+    results: list[dict] = []
     for size in sizes:
         entry = {"chunks": size, "build": build(size, args.cache, args.source), "stores": {}}
         results.append(entry)
@@ -313,26 +317,45 @@ def run(args, sizes: list[int], argv: list[str] | None) -> int:
             entry["stores"][store] = (run_probe(index_dir, args.queries) if store == "embedded"
                                       else with_server(index_dir, args.queries, args.port))
             found = entry["stores"][store]
+            record["measured"].append(f"{size} {store} ({found['code']})")
             print(f"{size:>7} {store:<9} hybrid p50 {found['hybrid']['p50_ms']} ms "
                   f"p95 {found['hybrid']['p95_ms']} ms, restart {found['restart']['restart_to_first_answer_s']} s, "
                   f"peak {found['peak_rss_mb']} MB", flush=True)
-            write_report(args.out, kept, results, load_before, argv, earlier.get("runs", []))
+            earlier = json.loads(args.out.read_text()) if args.keep and args.out.exists() else {}
+            write_report(args.out, merged(earlier, results), record, earlier.get("runs", []))
     print(f"wrote {args.out}")
     return 0
 
 
-def write_report(out: Path, kept: list[dict], results: list[dict], load_before: tuple,
-                 argv: list[str] | None, earlier_runs: list[dict]) -> None:
-    """The report: this run's sizes and, with --keep, the other sizes of the earlier report."""
-    this_run = {"command": "nice -n 15 .venv/bin/python benchmarks/scale.py " + " ".join(argv or sys.argv[1:]),
-                "sizes": [r["chunks"] for r in results],
-                # The machine is shared: a load above the CPU count inflates every figure.
-                "load_average_before": [round(x, 1) for x in load_before],
-                "load_average_after": [round(x, 1) for x in os.getloadavg()]}
-    sizes = sorted(kept + results, key=lambda r: r["chunks"])
+def merged(earlier: dict, results: list[dict]) -> list[dict]:
+    """This run's sizes and stores over the earlier report's (read afresh: runs may overlap)."""
+    by_size = {r["chunks"]: {**r, "stores": dict(r["stores"])} for r in earlier.get("sizes", [])}
+    for entry in results:
+        old = by_size.get(entry["chunks"], {"stores": {}})
+        by_size[entry["chunks"]] = {**entry, "stores": {**old["stores"], **entry["stores"]}}
+    return [by_size[size] for size in sorted(by_size)]
+
+
+def merge_reports(out: Path, reports: list[Path]) -> int:
+    """Fold reports written to other files (runs that overlapped) into ``out``, later ones winning."""
+    report = json.loads(out.read_text()) if out.exists() else {}
+    for path in reports:
+        other = json.loads(path.read_text())
+        report["sizes"] = merged(report, other["sizes"])
+        runs = {r.get("started") or r["command"]: r for r in report.get("runs", []) + other["runs"]}
+        report["runs"] = list(runs.values())
+        report = {**other, **report}
+    report["growth"] = growth([r for r in report["sizes"] if r["stores"]])
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def write_report(out: Path, sizes: list[dict], run_record: dict, earlier_runs: list[dict]) -> None:
+    """Every size measured so far, and the runs (command, load, what each measured) behind them."""
+    this_run = {**run_record, "load_average_after": [round(x, 1) for x in os.getloadavg()]}
     report = {
         "benchmark": "scale",
-        "runs": [r for r in earlier_runs if set(r["sizes"]) - set(this_run["sizes"])] + [this_run],
+        "runs": [r for r in earlier_runs if r.get("started") != this_run["started"]] + [this_run],
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "corpus": "synthetic documents copied from the demo index's real chunks and vectors "
                   "(benchmarks/scale_corpus.py)",
