@@ -197,6 +197,51 @@ def probe(index_dir: Path, host: str, port: int, queries: int) -> dict:
                          "embedding_model": settings.embedding_model}}
 
 
+def dense_filter(index_dir: Path, samples: int = 12) -> dict:
+    """Chroma's dense search with and without the period filter's ``doc_id $in [...]`` clause.
+
+    The scope is the documents of the commonest period, as the period filter would pass it for
+    a question naming that period; the queries are random unit vectors (the cost does not
+    depend on what they mean).
+    """
+    from ragloupe.retrieve import doc_periods, engines
+
+    settings = settings_for(index_dir)
+    from ragloupe.index.store import open_store
+
+    store = open_store(settings)
+    periods = doc_periods.document_periods(store, settings)
+    labels = Counter(p.period.label for p in periods.values() if p.period)
+    label = labels.most_common(1)[0][0]
+    scope = sorted(d for d, p in periods.items() if p.period and p.period.label == label)
+    queries = np.random.default_rng(SEED).standard_normal((samples + 1, 384)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    engines.dense_search(store, queries[-1], 100)  # warm-up: the HNSW index into memory
+    out = {"chunks": store.count(), "documents": len(periods), "scope": {"period": label, "documents": len(scope)}}
+    for name, filters in (("no_filter", None), ("period_filter", {"doc_ids": scope})):
+        wall, cpu = [], []
+        for query in queries[:-1]:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            engines.dense_search(store, query, 100, filters)
+            wall.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+        out[name] = {"wall": summarise(wall), "cpu": summarise(cpu)}
+    return out
+
+
+def dense_filter_report(out: Path, cache: Path, sizes: list[int], argv: list[str] | None) -> int:
+    report = json.loads(out.read_text()) if out.exists() else {}
+    found = dict(report.get("dense_filter", {}).get("sizes", {}))
+    for size in sizes:
+        found[str(size)] = dense_filter(cache / str(size) / "index")
+        print(json.dumps(found[str(size)]), flush=True)
+    report["dense_filter"] = {
+        "command": "nice -n 15 .venv/bin/python benchmarks/scale.py " + " ".join(argv or sys.argv[1:]),
+        "load_average_after": [round(x, 1) for x in os.getloadavg()], "sizes": found}
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
 def code_version() -> str:
     """The commit the probe ran (and "+changes" when the checkout differs from it)."""
     git = ["git", "-C", str(PROJECT_ROOT)]
@@ -274,7 +319,7 @@ def growth(sizes: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", nargs="?", default="run", choices=["run", "build", "probe", "merge"])
+    parser.add_argument("action", nargs="?", default="run", choices=["run", "build", "probe", "merge", "dense-filter"])
     parser.add_argument("--sizes", default="10000,100000,300000")
     parser.add_argument("--cache", type=Path, default=Path("/work/cache/scale"))
     parser.add_argument("--source", type=Path, default=Path("/work/cache/demo-index"))
@@ -294,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "merge":
         return merge_reports(args.out, args.reports)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.action == "dense-filter":
+        return dense_filter_report(args.out, args.cache, sizes, argv)
     if args.action == "build":
         for size in sizes:
             print(json.dumps(build(size, args.cache, args.source)), flush=True)
