@@ -388,8 +388,8 @@ def merge_reports(out: Path, reports: list[Path]) -> int:
     report = json.loads(out.read_text()) if out.exists() else {}
     for path in reports:
         other = json.loads(path.read_text())
-        report["sizes"] = merged(report, other["sizes"])
-        runs = {r.get("started") or r["command"]: r for r in report.get("runs", []) + other["runs"]}
+        report["sizes"] = merged(report, other.get("sizes", []))
+        runs = {r.get("started") or r["command"]: r for r in report.get("runs", []) + other.get("runs", [])}
         report["runs"] = list(runs.values())
         report = {**other, **report}
     report["growth"] = growth([r for r in report["sizes"] if r["stores"]])
