@@ -113,7 +113,8 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Co
     for name in ("runs_dir", "raw_dir", "logs_dir"):
         demo_settings.path(name).mkdir(parents=True, exist_ok=True)
     cache = getattr(pytestconfig, "cache", None)
-    cached = cache.mkdir("ragloupe-demo-index") / _demo_key(demo_settings) if cache else None
+    key = _demo_key(demo_settings, embedder.backend)
+    cached = cache.mkdir("ragloupe-demo-index") / key if cache else None
     if cached is not None and (cached / "index").is_dir() and _copy_if_sound(cached / "index", demo_settings):
         return demo_settings
     _build_demo_index(demo_settings)
@@ -131,8 +132,10 @@ def _build_demo_index(demo_settings: Settings) -> None:
         raise RuntimeError(f"demo corpus did not index cleanly: {summary.errors}")
 
 
-def _demo_key(demo_settings: Settings) -> str:
-    """What the demo index depends on: inputs, shaping settings, indexing code, libraries."""
+def _demo_key(demo_settings: Settings, backend: str | None = None) -> str:
+    """What the demo index depends on: inputs, shaping settings, indexing code, libraries, and the
+    backend that encodes it (onnx, or torch standing in for a failed export: same vectors, but
+    the manifest records which; None: the settings' embedding_backend)."""
     import chromadb
     import sentence_transformers
     import torch
@@ -145,7 +148,8 @@ def _demo_key(demo_settings: Settings) -> str:
     for path in inputs + code:
         # Paths relative to the checkout, so every clone or worktree of the same code shares the key.
         digest.update(str(path.relative_to(PROJECT_ROOT)).encode() + b"\0" + path.read_bytes())
-    digest.update(demo_settings.index_fingerprint().encode())
+    encoded_by = backend or demo_settings.embedding_backend
+    digest.update(demo_settings.index_fingerprint().encode() + b"\0" + encoded_by.encode())
     digest.update(f"{chromadb.__version__}|{sentence_transformers.__version__}|{torch.__version__}".encode())
     return digest.hexdigest()[:20]
 

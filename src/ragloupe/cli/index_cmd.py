@@ -194,7 +194,8 @@ def handle_status(args: argparse.Namespace) -> CommandResult:
              f"({data['n_pages_indexed']} indexed)   chunks: {data['n_chunks_store']}",
              "quality:   " + (", ".join(f"{n} {q}" for q, n in data["quality"].items()) or "-"),
              f"settings:  fingerprint {data['settings_fingerprint'] or '-'}"
-             f" (settings in force: {data['current_fingerprint']})"]
+             f" (settings in force: {data['current_fingerprint']})",
+             "encoded:   " + (", ".join(data["encoded_with"]) or "not recorded (indexed before it was)")]
     lines.append(f"stale:     {data['stale']}: {COMMAND_LINE_WORDS[Action.REBUILD_INDEX]}, "
                  "or restore the previous settings" if data["stale"] else "stale:     no")
     if data["n_chunks_manifest"] != data["n_chunks_store"] or data["pending"]:

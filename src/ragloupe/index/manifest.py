@@ -124,6 +124,10 @@ class Manifest:
     path: Path
     settings_fingerprint: str = ""
     shaping_settings: dict = field(default_factory=dict)
+    # The embedding backends that encoded its chunks (Embedder.backend: "onnx", or "torch" when
+    # asked for or standing in for a failed export); not in the fingerprint, whose backends
+    # give the same vectors. Empty in an index written before it was recorded.
+    encoded_with: list[str] = field(default_factory=list)
     roots: list[str] = field(default_factory=list)
     documents: dict[str, DocumentEntry] = field(default_factory=dict)
 
@@ -141,6 +145,7 @@ class Manifest:
                              f"{ACTION}", action=Action.REBUILD_INDEX) from exc
         return cls(path=path, settings_fingerprint=data.get("settings_fingerprint", ""),
                    shaping_settings=data.get("shaping_settings", {}),
+                   encoded_with=list(data.get("encoded_with", [])),
                    roots=list(data.get("roots", [])), documents=documents)
 
     @classmethod
@@ -156,6 +161,7 @@ class Manifest:
             "format": FORMAT_VERSION,
             "settings_fingerprint": self.settings_fingerprint,
             "shaping_settings": self.shaping_settings,
+            "encoded_with": sorted(set(self.encoded_with)),
             "roots": sorted(set(self.roots)),
             "content": self.content_hash(),
             "documents": [self.documents[k].to_dict() for k in sorted(self.documents)],

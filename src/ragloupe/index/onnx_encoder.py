@@ -2,16 +2,18 @@
 
 Settings.embedding_backend picks how chunks and questions are encoded:
 
-- ``torch``: sentence-transformers as it is (the default);
-- ``onnx``: the model's transformer exported to ONNX (float32), the same
-  maths on onnxruntime's CPU kernels;
+- ``torch``: sentence-transformers as it is;
+- ``onnx`` (the default): the model's transformer exported to ONNX
+  (float32), the same maths on onnxruntime's CPU kernels;
 - ``onnx-int8``: that export with its weights quantised to int8
   (onnxruntime's dynamic quantisation): smaller and faster, slightly
   different vectors.
 
 The export is done once from the model already on disk (nothing is
 downloaded) and cached under ``<models_dir>/onnx/<model>-<key>/``, the key
-changing with the model's files. It is written to a staging file and renamed
+changing with the model's path and files and the versions of the
+libraries that write and read the export (torch, transformers, onnx,
+onnxruntime). It is written to a staging file and renamed
 into place, so two processes exporting at once, or an export killed half-way,
 never leave a file that looks complete. Tokenisation, pooling (mean or CLS,
 as the model's own Pooling module says) and L2 normalisation are done here
@@ -94,10 +96,24 @@ def pooling_mode(model: Any) -> str:
     raise OnnxUnavailable("the embedding model has no Pooling module; set RAGLOUPE_EMBEDDING_BACKEND=torch")
 
 
+def library_versions() -> str:
+    """The versions an export depends on, 'torch=2.13.0|...' (a library not installed: '-')."""
+    from importlib import metadata
+
+    versions = []
+    for name in ("torch", "transformers", "onnx", "onnxruntime"):
+        try:
+            versions.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{name}=-")
+    return "|".join(versions)
+
+
 def cache_dir(models_dir: Path, model_path: str) -> Path:
-    """Where the export of the model at ``model_path`` lives; moves when the model's files change."""
+    """Where the export of the model at ``model_path`` lives; moves when the model's files or
+    the libraries' versions change."""
     source = Path(model_path)
-    digest = hashlib.sha256(f"{_FORMAT}|{source.resolve()}".encode())
+    digest = hashlib.sha256(f"{_FORMAT}|{source.resolve()}|{library_versions()}".encode())
     for item in sorted(p for p in source.rglob("*") if p.is_file()):
         stat = item.stat()
         digest.update(f"|{item.relative_to(source)}:{stat.st_size}:{int(stat.st_mtime)}".encode())
@@ -129,12 +145,17 @@ def load(model: Any, model_path: str, backend: str, models_dir: Path) -> OnnxEnc
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except OnnxUnavailable:
         raise
-    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+    except Exception as exc:  # the exporter and onnxruntime raise their own types; all mean "cannot"
         raise OnnxUnavailable(f"the {backend} embedding backend could not be prepared "
-                              f"({type(exc).__name__}: {exc}); delete {target} to export again, "
-                              "or set RAGLOUPE_EMBEDDING_BACKEND=torch") from exc
+                              f"({type(exc).__name__}: {_first_line(exc)}); delete {target} to export "
+                              "again, or set RAGLOUPE_EMBEDDING_BACKEND=torch") from exc
     return OnnxEncoder(session=session, tokenizer=model.tokenizer, max_seq_length=int(model.max_seq_length),
                        pooling=pooling_mode(model), path=path)
+
+
+def _first_line(exc: Exception, limit: int = 200) -> str:
+    text = " ".join(str(exc).split()) or "no message"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _staging(path: Path) -> Path:

@@ -138,6 +138,7 @@ class IndexStatus:
     roots: list[str]
     busy_pid: int | None
     fingerprint: str  # the store's content fingerprint
+    encoded_with: list[str] = field(default_factory=list)  # Manifest.encoded_with
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -235,6 +236,7 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
         embedder = get_embedder(settings) if the_plan.to_ingest else None
         if embedder is not None:  # refuse impossible chunk settings before any file is touched
             content_budget(embedder.tokenizer, settings, embedder.max_seq_length)
+            manifest.encoded_with = sorted(set(manifest.encoded_with) | {embedder.backend})
         total = len(the_plan.to_ingest)
         for i, path in enumerate(the_plan.to_ingest):
             if progress:
@@ -475,7 +477,8 @@ def status(settings: Settings) -> IndexStatus:
         current_fingerprint=settings.index_fingerprint(), stale=manifest.stale_reason(settings),
         pending=[e.doc_id for e in manifest.pending()],
         refused=[e.doc_id for e in manifest.refused()], roots=sorted(manifest.roots),
-        busy_pid=lock_holder(settings), fingerprint=store.fingerprint())
+        busy_pid=lock_holder(settings), fingerprint=store.fingerprint(),
+        encoded_with=list(manifest.encoded_with))
 
 
 def clear_index(settings: Settings) -> None:
