@@ -45,7 +45,7 @@ run: install
 		-- --index-if-empty $(DEMO_SOURCES)
 
 test: install $(TEST_STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 bench: install
 	$(PY) benchmarks/index_speed.py

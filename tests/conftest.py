@@ -46,10 +46,13 @@ DEMO_SOURCES
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
+import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import pytest
 
@@ -112,15 +115,47 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Co
         logs_dir=root / "logs", chroma_host="")
     for name in ("runs_dir", "raw_dir", "logs_dir"):
         demo_settings.path(name).mkdir(parents=True, exist_ok=True)
-    cache = getattr(pytestconfig, "cache", None)
-    key = _demo_key(demo_settings, embedder.backend)
-    cached = cache.mkdir("ragloupe-demo-index") / key if cache else None
-    if cached is not None and (cached / "index").is_dir() and _copy_if_sound(cached / "index", demo_settings):
-        return demo_settings
-    _build_demo_index(demo_settings)
-    if cached is not None:
-        _store_in_cache(demo_settings.path("index_dir"), cached)
+    built = _built_once(tmp_path_factory, pytestconfig, embedder.backend)
+    shutil.copytree(built.path("index_dir"), demo_settings.path("index_dir"),
+                    ignore=shutil.ignore_patterns(".lock"))
     return demo_settings
+
+
+def _built_once(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config,
+                backend: str) -> Settings:
+    """The demo index of this run, built (or copied from pytest's cache) by whichever test
+    process needs it first; `make test` runs two (pytest-xdist), and the second waits on a
+    file lock for the first instead of embedding the corpus again. Each process then works
+    on a copy of its own, as Chroma wants one process per directory."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "demo-built"
+    built = Settings.from_env(index_dir=shared / "index", runs_dir=shared / "runs", raw_dir=shared / "raw",
+                              logs_dir=shared / "logs", chroma_host="")
+    with _exclusive(shared.with_name("demo-built.lock")):
+        if (shared / "done").exists():
+            return built
+        for name in ("runs_dir", "raw_dir", "logs_dir"):
+            built.path(name).mkdir(parents=True, exist_ok=True)
+        cache = getattr(pytestconfig, "cache", None)
+        cached = cache.mkdir("ragloupe-demo-index") / _demo_key(built, backend) if cache else None
+        if cached is None or not (cached / "index").is_dir() or not _copy_if_sound(cached / "index", built):
+            _build_demo_index(built)
+            if cached is not None:
+                _store_in_cache(built.path("index_dir"), cached)
+        (shared / "done").touch()
+    return built
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Held by one test process at a time (an flock, released if the process dies)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _build_demo_index(demo_settings: Settings) -> None:
@@ -215,3 +250,33 @@ def small_corpus(tmp_path: Path) -> Path:
     write_records(root / "notes.csv", NOTE_ROWS)
     write_report_pdf(root / "report.pdf", n_pages=4)
     return root
+
+
+# The files that take longest (`pytest --durations`), slowest first: `make test` runs the
+# suite in two processes, each taking whole files (pytest-xdist --dist loadfile), and
+# starting the long ones first keeps one process from finishing alone at the end.
+_LONG_FILES = ("test_browser.py", "test_browser_goldsets.py", "test_browser_seeds.py",
+               "test_answer_cli.py", "test_projections.py", "test_embedded_llm.py", "test_chat_cli.py",
+               "test_index_consistency.py", "test_tuning.py", "test_index_small_faults.py",
+               "test_ingest_faults.py", "test_chroma_faults.py", "test_answer.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Order the files for two processes: one long file that needs the demo index first (its
+    process builds the index while the other runs the files that need none), then the files
+    that need no demo index, then the rest; long files first within each part."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def needs_index(path: str) -> bool:
+        return any("demo_index" in item.fixturenames for item in files[path])
+
+    def length_rank(path: str) -> int:
+        name = Path(path).name
+        return _LONG_FILES.index(name) if name in _LONG_FILES else len(_LONG_FILES)
+
+    heavy = sorted((p for p in files if needs_index(p)), key=length_rank)
+    light = sorted((p for p in files if not needs_index(p)), key=length_rank)
+    order = heavy[:1] + light + heavy[1:]
+    items[:] = [item for path in order for item in files[path]]
