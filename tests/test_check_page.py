@@ -72,8 +72,15 @@ def test_answer_checked_against_pages_picked_from_the_index(demo_env, monkeypatc
     assert not app.exception, [e.value for e in app.exception]
     sources = picked_sources(open_store(settings), "Grampian-2020-2021", [28])
     assert sources and all(s.page == 28 for s in sources)
-    expected = check(answer, sources, settings, claims=False)
-    assert metric(app, "Screen verdict") == expected.screen.verdict
+    assert metric(app, "Screen verdict") == "NOT_CONTRADICTED"  # the figure is on page 28
+    # No LLM: the panel offers no LLM and checks the claim without a model, saying so.
+    assert app.radio(key="paste_verifier").options == ["no model (figures and words matched)", "not at all"]
+    claims = app.dataframe[-1].value
+    assert list(claims["verdict"]) == ["supported"] and list(claims["evidence"]) == ["exact"]
+    assert "no model" in claims["rationale"][0].lower()
+    app.radio(key="paste_verifier").set_value("none")
+    next(b for b in app.button if b.label == "Check the answer").click()
+    app.run()
     assert any("Claims not checked" in i.value for i in app.info)
 
 

@@ -44,6 +44,10 @@ def picked_sources(store, doc_id: str, pages: list[int]) -> list:
                    doc_id=c.doc_id, page=c.page, record_id=c.record_id) for c in chunks]
 
 
+# What the panel offers for the claims: the keys are Settings.check_verifier values (or none).
+CLAIM_VERIFIERS = {"llm": "the LLM", "model-free": "no model (figures and words matched)", "none": "not at all"}
+
+
 def pasted_answer_check(settings: Settings, store, documents: list[str], llm_ready: bool) -> None:
     """The panel: inputs, the Check button, and the result kept in session state."""
     from ragloupe.generate.check import check
@@ -59,8 +63,12 @@ def pasted_answer_check(settings: Settings, store, documents: list[str], llm_rea
         doc_id = doc_col.selectbox("…or pick pages from a document", [""] + documents, key="paste_doc",
                                    format_func=lambda d: d or "(none)")
         pages_text = pages_col.text_input("Pages or records (e.g. 28, 30-31)", key="paste_pages")
-        with_claims = st.checkbox("Also check each claim with the LLM", key="paste_claims", value=llm_ready,
-                                  disabled=not llm_ready)
+        verifiers = list(CLAIM_VERIFIERS) if llm_ready else [v for v in CLAIM_VERIFIERS if v != "llm"]
+        verifier = st.radio("Check each claim with", verifiers, key="paste_verifier", horizontal=True,
+                            format_func=CLAIM_VERIFIERS.get,
+                            help="The model-free verifier matches each sentence's figures and words in the "
+                                 "sources; no model judges its meaning." +
+                                 ("" if llm_ready else " No LLM is configured or reachable."))
         submitted = st.form_submit_button("Check the answer")
     if submitted:
         from ragloupe.generate.check import Source
@@ -72,8 +80,8 @@ def pasted_answer_check(settings: Settings, store, documents: list[str], llm_rea
             st.session_state.pop("paste_result", None)
         else:
             with st.spinner("Checking…"):
-                st.session_state["paste_result"] = check(answer_text, sources, settings,
-                                                         claims=bool(with_claims and llm_ready))
+                chosen = settings.replace(check_verifier=verifier) if verifier != "none" else settings
+                st.session_state["paste_result"] = check(answer_text, sources, chosen, claims=verifier != "none")
     result = st.session_state.get("paste_result")
     if result is not None:
         show_result(result)
