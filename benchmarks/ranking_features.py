@@ -33,6 +33,7 @@ from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 from ragloupe.evaluate.tune_replay import fetch_all, indexed_only, score_configs  # noqa: E402
 from ragloupe.evaluate.tune_report import figures  # noqa: E402
 from ragloupe.retrieve import features as F  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
 
 BENCH = PROJECT_ROOT / "data/benchmarks"
 RESULTS = PROJECT_ROOT / "benchmarks/results/ranking_features.json"
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                           weight_dense=1, weight_bm25=1),
                  "minmax": T.Config.of("hybrid", settings, fusion="minmax")}
     started = time.perf_counter()
-    fetched = fetch_all(questions, [learned], "doc", settings, store, embedder)
+    workspace = Workspace(settings, store=store, embedder=embedder)
+    fetched = fetch_all(questions, [learned], "doc", settings, workspace)
     base_scores = score_configs(questions, list(baselines.values()), fetched, settings)
     quarter_of = quarters(paths)
     results = {"index": str(settings.path("index_dir")), "goldsets": [p.name for p in paths],

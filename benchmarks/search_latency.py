@@ -43,8 +43,8 @@ bootstrap_environment()
 from ragloupe.index.embedder import get_embedder  # noqa: E402
 from ragloupe.index.store import open_store  # noqa: E402
 from ragloupe.models import Chunk  # noqa: E402
-from ragloupe.retrieve import corpus, engines  # noqa: E402
 from ragloupe.retrieve.search import search  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
 
 BENCH = PROJECT_ROOT / "data" / "benchmarks"
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "search_latency.json"
@@ -135,25 +135,24 @@ def measure_scale(n: int, words: list[str], questions: list[str], query_vectors:
     store.set_content_marker(f"synthetic-{n}")
     insert_s = time.perf_counter() - start
     del chunks, vectors
-    embedder = PrecomputedQueries(query_vectors)
+    workspace = Workspace(settings, store=store, embedder=PrecomputedQueries(query_vectors))
     result: dict = {"chunks": n, "chroma_insert_s": round(insert_s, 1), "bm25_build_s": {}, "modes": {}}
     for backend in backends:
         run_settings = settings.replace(bm25_backend=backend)
-        corpus.clear()  # each backend's build reads the store, as a first search does
+        workspace.clear()  # each backend's build reads the store, as a first search does
         start = time.perf_counter()
-        engines.lexical_index(store, run_settings)
+        workspace.lexical(backend=backend)
         result["bm25_build_s"][backend] = round(time.perf_counter() - start, 1)
         for mode in MODES:
             if mode == "dense" and backend != backends[0]:
                 continue  # the dense engine does not use BM25: measure it once
             key = mode if mode == "dense" else f"{mode} [{backend}]"
             for question in questions[:3]:  # warm-up: caches, HNSW pages
-                search(question, mode, 10, settings=run_settings, store=store, embedder=embedder)
+                search(question, mode, 10, settings=run_settings, workspace=workspace)
             totals: list[float] = []
             stages: dict[str, list[float]] = {}
             for question in questions:
-                ranking = search(question, mode, 10, settings=run_settings, store=store,
-                                 embedder=embedder)
+                ranking = search(question, mode, 10, settings=run_settings, workspace=workspace)
                 timings = ranking.timings
                 totals.append(timings["total"] - timings.get("query_embedding", 0.0))
                 for stage, seconds in timings.items():
@@ -164,9 +163,8 @@ def measure_scale(n: int, words: list[str], questions: list[str], query_vectors:
             print(f"{n:>7} chunks  {key:<28} p50 {result['modes'][key]['p50_ms']:>8} ms  "
                   f"p95 {result['modes'][key]['p95_ms']:>8} ms", flush=True)
     # Release this scale's index and its BM25 caches before the next one.
-    engines._lexical_cache.clear()
-    corpus.clear()
-    del store
+    workspace.clear()
+    del store, workspace
     shutil.rmtree(settings.path("index_dir"), ignore_errors=True)
     return result
 

@@ -16,7 +16,7 @@ def _chunk(page: int, text: str, position: int = 0) -> Chunk:
 
 
 def _rows(question: str, chunks: list[Chunk], corpus: list[Chunk], per_engine=None) -> np.ndarray:
-    views = F.corpus_views(lexical.build_index(corpus))
+    views = F.build_views(lexical.build_index(corpus))
     per_engine = per_engine or [{"dense": EngineScore(1, 0.5), "bm25": EngineScore(1, 3.0)} for _ in chunks]
     return F.candidate_features(question, chunks, per_engine, views, query_analysis.analyze(question), {})
 

@@ -53,5 +53,5 @@ def test_period_in_chunk_reads_the_chunk_with_the_configured_fiscal_year():
     index = lexical.build_index([chunk])
     analysis = query_analysis.analyze("What was spent in the year ended 31 December 2021?", fy_start_month=1)
     assert analysis.target_period == query_analysis.Period(2021, 2021)
-    rows = features.candidate_features(analysis.query, [chunk], [{}], features.corpus_views(index), analysis, {})
+    rows = features.candidate_features(analysis.query, [chunk], [{}], features.build_views(index), analysis, {})
     assert rows[0][features.FEATURES.index("period_in_chunk")] == 1.0

@@ -34,6 +34,7 @@ from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 from ragloupe.cli.search_cmd import format_ranking  # noqa: E402
 from ragloupe.retrieve import features, learned  # noqa: E402
 from ragloupe.ui.why import learned_rows  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
 
 GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
 
@@ -46,7 +47,7 @@ def trainer(demo_index, embedder):
     questions = [q for g in (load_goldset(p) for p in GRAMPIAN) for q in T.tune_questions([g])[:6]]
     config = T.Config.of("hybrid", demo_index, fusion="learned", candidate_window=50)
     store = open_store(demo_index)
-    lists = T.fetch_all(questions, [config], "doc", demo_index, store, embedder)
+    lists = T.fetch_all(questions, [config], "doc", demo_index, Workspace(demo_index, store=store, embedder=embedder))
     return T.LearnedTrainer(config, questions, lists, demo_index)
 
 
@@ -161,7 +162,7 @@ def test_a_model_trained_on_records_ranks_records_and_leaves_pages_to_the_fallba
     natech = load_goldset(PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json")
     questions = T.tune_questions([natech])
     config = T.Config.of("hybrid", demo_index, fusion="learned", candidate_window=30)
-    lists = T.fetch_all(questions, [config], "doc", demo_index, open_store(demo_index), embedder)
+    lists = T.fetch_all(questions, [config], "doc", demo_index, Workspace(demo_index, embedder=embedder))
     model = T.LearnedTrainer(config, questions, lists, demo_index).fit(np.arange(len(questions)))
     assert model.units == "record"
     path = tmp_path / "records-model.json"

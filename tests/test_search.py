@@ -7,10 +7,10 @@ import pytest
 from retrieval_corpus import build_index, corpus_chunks
 from ragloupe.errors import SettingsInvalid
 from ragloupe.models import Chunk, Hit
-from ragloupe.retrieve import engines
 from ragloupe.retrieve.aggregate import aggregate_pages
 from ragloupe.retrieve.cut import cut_position
 from ragloupe.retrieve.search import InvalidSearch, MODES, parse_mode, search
+from ragloupe.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
@@ -167,16 +167,17 @@ def test_bm25_index_is_cached_and_rebuilt_when_the_store_changes(tmp_path, embed
 
     chunks = corpus_chunks()
     settings = build_index(tmp_path, embedder, chunks)
-    store = open_store(settings)
-    first = engines.lexical_index(store, settings)
-    assert engines.lexical_index(store, settings) is first
+    workspace = Workspace(settings, store=open_store(settings))
+    store = workspace.store
+    first = workspace.lexical()
+    assert workspace.lexical() is first
     assert search("lightning strike on tank roof", "bm25", 5, settings=settings).hits[0].chunk.chunk_id \
         == "guidance-4.1"
     added = Chunk(chunk_id="report-p9-0", doc_id="report", page=9, position=0, quality="clean",
                   text="A lightning strike on a tank roof started a fire in 2021.", n_tokens=12)
     store.upsert([added], embedder.encode([added.text]))
     store.set_content_marker("test-added")
-    assert engines.lexical_index(store, settings) is not first
+    assert workspace.lexical() is not first
     assert search("lightning strike on tank roof", "bm25", 5, settings=settings).hits[0].chunk.chunk_id \
         == "report-p9-0"
 
@@ -203,10 +204,10 @@ def test_repeated_question_is_embedded_once_per_process(small_index, embedder):
 def test_bm25_settings_change_builds_a_new_index(small_index):
     from ragloupe.index.store import open_store
 
-    store = open_store(small_index)
-    default = engines.lexical_index(store, small_index)
-    assert engines.lexical_index(store, small_index.replace(bm25_k1=0.9)) is not default
-    fast = engines.lexical_index(store, small_index.replace(bm25_backend="bm25s"))
+    workspace = Workspace(small_index, store=open_store(small_index))
+    default = workspace.lexical()
+    assert workspace.lexical(k1=0.9) is not default
+    fast = workspace.lexical(backend="bm25s")
     assert fast.backend == "bm25s"
 
 

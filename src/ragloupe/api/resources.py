@@ -1,5 +1,6 @@
-"""What the endpoints share for the life of one server: settings, metrics, the open
-index, the embedder, the gold sets and the indexing jobs."""
+"""What the endpoints share for the life of one server: settings, metrics, the workspace
+(the open index, the embedder and what is built from the index), the gold sets and the
+indexing jobs."""
 
 from __future__ import annotations
 
@@ -30,9 +31,11 @@ class Resources:
         self._store_lock = threading.Lock()
         self._model_lock = threading.Lock()
         self._gold_lock = threading.Lock()
+        self._workspace_lock = threading.Lock()
         self._store: Any = None
         self._embedder: Any = None
         self._goldsets: tuple[list, list[str]] | None = None
+        self._workspace: Any = None
         self.model_loading = False
         self.model_error = ""
         self.warm_up_state = "not started"  # running | done: the model, BM25 and the caches
@@ -60,6 +63,17 @@ class Resources:
                 finally:
                     self.model_loading = False
             return self._embedder
+
+    def workspace(self) -> Any:
+        """The server's Workspace over store() and embedder() (loading the model on first use): every
+        search shares its BM25, corpus views, periods and learned model."""
+        store, embedder = self.store(), self.embedder()
+        with self._workspace_lock:
+            if self._workspace is None:
+                from ragloupe.workspace import Workspace
+
+                self._workspace = Workspace(self.settings, store=store, embedder=embedder)
+            return self._workspace
 
     def model_status(self) -> dict[str, Any]:
         """Whether the embedding model is loaded, loading, or failed to load; never waits for it."""
@@ -118,8 +132,7 @@ class Resources:
             loader.join()  # the model, or its error from embedder() below
             # A question with words both engines find, so fusion (learned fusion's per-chunk
             # features included) builds its caches now; "warm up" alone left them to the first user.
-            search(WARM_UP_QUESTION, settings=self.settings, explain=True, store=self.store(),
-                   embedder=self.embedder())
+            search(WARM_UP_QUESTION, settings=self.settings, explain=True, workspace=self.workspace())
         except Exception as exc:  # nothing to warm is not an error worth stopping the server for
             from ragloupe.logs import log_exception
 

@@ -35,7 +35,7 @@ def run_search(body: SearchRequest, request: Request, doc_id: str | None = None)
     keep = evidencerag.chunk_filter(body)
     depth = max(body.k, evidencerag.CHUNK_FILTER_DEPTH) if keep else body.k
     ranking = search(body.question, body.mode, depth, {"doc_ids": documents} if documents else None,
-                     resources.settings, explain=True, store=resources.store(), embedder=resources.embedder())
+                     resources.settings, explain=True, workspace=resources.workspace())
     if keep:
         ranking = evidencerag.filtered(ranking, keep, body.k)
         if not ranking.hits:
@@ -74,9 +74,7 @@ def _documents(body: SearchRequest, doc_id: str | None, resources: Any) -> tuple
     documents = [e.doc_id for e in resources.manifest().complete()]
     years: dict[str, tuple[int, ...]] = {}
     if body.filter_year is not None:
-        from ragloupe.retrieve.doc_periods import document_periods
-
-        periods = document_periods(resources.store(), resources.settings)
+        periods = resources.workspace().periods()
         years = {d: (p.period.start, p.period.end) for d, p in periods.items() if p.period is not None}
     return evidencerag.scope_documents(body, doc_id, documents, years)
 

@@ -234,8 +234,8 @@ def draft_for(settings: Settings, name: str, n: int, store=None, client=None, em
     """
     from ragloupe.evaluate import usersets
     from ragloupe.generate.llm import get_client
-    from ragloupe.retrieve.corpus import all_chunks
     from ragloupe.retrieve.search import search
+    from ragloupe.workspace import workspace_for
 
     if n < 1:
         raise usersets.GoldSetInvalid("ask for at least one draft")
@@ -243,19 +243,16 @@ def draft_for(settings: Settings, name: str, n: int, store=None, client=None, em
     problem = no_llm_reason(client)
     if problem:
         raise LlmUnavailable(problem)
-    if store is None:
-        from ragloupe.index.store import open_store
-
-        store = open_store(settings)
+    workspace = workspace_for(settings, store, embedder)
     try:
         existing = [str(q.get("question", "")) for q in usersets.read_goldset(settings, name)["queries"]]
     except usersets.GoldSetInvalid:
         existing = []
-    units = sample_units(all_chunks(store, settings), n, int(settings.llm_seed))
+    units = sample_units(workspace.chunks(), n, int(settings.llm_seed))
 
     def rank_bm25(question: str) -> list[tuple[str, float]]:
         ranking = search(question, mode="bm25", k=int(settings.candidate_window), settings=settings,
-                         store=store, embedder=embedder)
+                         workspace=workspace)
         return [(page.unit, page.score) for page in ranking.pages]
 
     body = draft_questions(units, client, rank_bm25, existing, seed=int(settings.llm_seed))

@@ -42,7 +42,7 @@ def filters_for(query: GoldQuery, scope: str) -> dict:
 
 
 def fetch_all(questions: Sequence[TuneQuestion], configs: Sequence[Config], scope: str, settings: Settings,
-              store, embedder, progress: Progress | None = None) -> Fetched:
+              workspace, progress: Progress | None = None) -> Fetched:
     """fetch() every question once per engine setting, over the largest window, with every unit view."""
     window = max(max(int(c.settings["candidate_window"]), K) for c in configs)
     views = sorted({c.settings["unit_view"] for c in configs} - {"none"})
@@ -51,8 +51,8 @@ def fetch_all(questions: Sequence[TuneQuestion], configs: Sequence[Config], scop
     for n, key in enumerate(keys):  # keys outermost: each key's BM25 and unit indexes are built once
         key_settings = settings.replace(**dict(zip(ENGINE_KNOBS, key)), candidate_window=window)
         fetched.by_key[key] = [
-            fetch(tq.query.question, "hybrid", K, filters_for(tq.query, scope), key_settings, store=store,
-                  embedder=embedder, unit_views=views, with_periods=True)
+            fetch(tq.query.question, "hybrid", K, filters_for(tq.query, scope), key_settings,
+                  workspace=workspace, unit_views=views, with_periods=True)
             for tq in questions]
         if progress:
             progress(0.3 * (n + 1) / len(keys), "engines")
@@ -91,7 +91,7 @@ def score_configs(questions: Sequence[TuneQuestion], configs: Sequence[Config], 
 
 
 def check_replay(questions: Sequence[TuneQuestion], configs: Sequence[Config], fetched: Fetched, scope: str,
-                 settings: Settings, store, embedder, n_questions: int = 3) -> dict:
+                 settings: Settings, workspace, n_questions: int = 3) -> dict:
     """Replay a few questions through search() itself: the sweep must measure what search() does."""
     picked = list(range(0, len(questions), max(1, len(questions) // n_questions)))[:n_questions]
     checked, mismatches = 0, []
@@ -104,7 +104,7 @@ def check_replay(questions: Sequence[TuneQuestion], configs: Sequence[Config], f
             query = questions[q].query
             ranking = search(query.question, mode=config.mode, k=max(int(configured.candidate_window), K),
                              filters=filters_for(query, scope) or None, settings=configured,
-                             store=store, embedder=embedder)
+                             workspace=workspace)
             checked += 1
             if M.dedupe(p.unit for p in ranking.pages) != ranked_units(config, q, settings, fetched):
                 mismatches.append(f"{query.query_id} under {config.label()}")

@@ -134,20 +134,18 @@ def in_force_scores(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], 
 
 
 def train_learned(goldsets: Sequence[GoldSet | str | Path], out: Path, settings: Settings | None = None,
-                  store=None, embedder=None) -> dict:
+                  workspace=None, store=None, embedder=None) -> dict:
     """Train learned fusion on every question of the gold sets (settings in force, fusion=learned)
     and write the model file; returns what was written and the model's leave-one-group-out figure."""
-    from ragloupe.index.embedder import get_embedder
-    from ragloupe.index.store import open_store
     from ragloupe.retrieve import learned
+    from ragloupe.workspace import workspace_for
 
     settings = settings or get_settings()
     sets = load_goldsets(goldsets)
-    store = store if store is not None else open_store(settings)
-    embedder = embedder if embedder is not None else get_embedder(settings)
-    questions = indexed_only(tune_questions(sets), store)
+    workspace = workspace if workspace is not None else workspace_for(settings, store, embedder)
+    questions = indexed_only(tune_questions(sets), workspace.store)
     config = Config.of("hybrid", settings, fusion="learned")
-    trainer = LearnedTrainer(config, questions, fetch_all(questions, [config], "doc", settings, store, embedder),
+    trainer = LearnedTrainer(config, questions, fetch_all(questions, [config], "doc", settings, workspace),
                              settings)
     everything = np.arange(len(questions))
     model = trainer.fit(everything, {g.name: g.sha256 for g in sets})

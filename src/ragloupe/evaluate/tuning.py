@@ -61,7 +61,7 @@ Progress = Callable[[float, str], None]
 
 
 def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full",
-         settings: Settings | None = None, store=None, embedder=None, write: bool = True,
+         settings: Settings | None = None, workspace=None, store=None, embedder=None, write: bool = True,
          progress: Progress | None = None, configs: Sequence[Config] | None = None,
          chunking: str | Sequence[str] | None = None) -> TuneReport:
     """Search the space with nested leave-one-group-out selection; see the module docstring.
@@ -70,10 +70,10 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     force, each on a scratch index of the gold sets' documents (tune_indexes.py).
     The report's ``coverage`` section is the gold-set coverage audit (coverage_sources.py),
     with the weights of the learned model tune would ship when it selects one.
+    ``workspace``: the caller's (ragloupe.workspace); without one, workspace_for(settings, store, embedder).
     """
     from ragloupe.evaluate import tune_indexes as TI
-    from ragloupe.index.embedder import get_embedder
-    from ragloupe.index.store import open_store
+    from ragloupe.workspace import workspace_for
 
     settings = settings or get_settings()
     if scope not in SCOPES:
@@ -84,14 +84,13 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     questions = tune_questions(sets)
     grouped_folds([q.group for q in questions])  # refuse one group before opening anything
     base_configs = list(configs) if configs is not None else search_space(settings, space, scope)
-    store = store if store is not None else open_store(settings)
-    if store.count() == 0:
+    workspace = workspace if workspace is not None else workspace_for(settings, store, embedder)
+    if workspace.store.count() == 0:
         raise TuningError(f"the index at {settings.path('index_dir')} is empty: run `ragloupe index` first")
-    embedder = embedder if embedder is not None else get_embedder(settings)
-    cuts = TI.check_variants(variants, settings, embedder)  # refuse a bad variant before any build
+    cuts = TI.check_variants(variants, settings, workspace.embedder)  # refuse a bad variant before any build
     asked = questions
-    questions = indexed_only(questions, store)
-    sweep = _Sweep(questions, scope, settings, store, embedder, progress)
+    questions = indexed_only(questions, workspace.store)
+    sweep = _Sweep(questions, scope, settings, workspace, progress)
     for v, variant in enumerate(variants):
         sweep.score_variant(v, variant, len(variants), base_configs)
     run, learned_s = sweep.select(sets, space, variants, cuts)
@@ -99,7 +98,7 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     data["not_indexed"] = _left_out(asked, questions)
     best = data["in_sample_best"]["index"]  # the coverage audit, with the model tune would ship if learned
     tuned = [CS.fitted_model(sweep.trainers[best], len(questions), sets)] if best in sweep.trainers else []
-    data["coverage"] = CS.coverage_report(sets, settings, store, sweep.configs[0].mode, tuned)
+    data["coverage"] = CS.coverage_report(sets, settings, workspace.store, sweep.configs[0].mode, tuned)
     timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 2),
                **{name: round(value, 2) for name, value in sweep.seconds.items()},
                "learned_s": round(learned_s, 2),
@@ -114,10 +113,10 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
 class _Sweep:
     """The state of one tune run across its chunking variants: configurations, scores, trainers."""
 
-    def __init__(self, questions: list[TuneQuestion], scope: str, settings: Settings, store, embedder,
+    def __init__(self, questions: list[TuneQuestion], scope: str, settings: Settings, workspace,
                  progress: Progress | None):
         self.questions, self.scope, self.settings = questions, scope, settings
-        self.store, self.embedder, self.progress = store, embedder, progress
+        self.workspace, self.progress = workspace, progress
         self.configs: list[Config] = []
         self.scores: list[np.ndarray] = []
         self.trainers: dict[int, LearnedTrainer] = {}
@@ -129,7 +128,7 @@ class _Sweep:
 
     def score_variant(self, v: int, variant, n_variants: int, base_configs: Sequence[Config]) -> None:
         from ragloupe.evaluate import tune_indexes as TI
-        from ragloupe.index.store import open_store
+        from ragloupe.workspace import Workspace
 
         if n_variants > 1 and self.sources is None:
             self.sources = TI.gold_sources({q.query.doc_id for q in self.questions}, self.settings)
@@ -139,16 +138,15 @@ class _Sweep:
         self.seconds["index_build_s"] += index.seconds
         self.index_timings.append(index.timing())
         settings = index.settings
-        store = self.store if not index.scratch else open_store(settings)
-        if index.scratch and len(indexed_only(self.questions, store)) != len(self.questions):
+        workspace = self.workspace if not index.scratch else Workspace(settings, embedder=self.workspace.embedder)
+        if index.scratch and len(indexed_only(self.questions, workspace.store)) != len(self.questions):
             raise TuningError(f"the scratch index for chunking {variant.label()} lacks some of the gold "
                               f"sets' documents; delete {settings.path('index_dir')} and rerun")
         configs = [c.on_chunking(variant.tokens, variant.overlap) for c in base_configs]
         t0 = time.perf_counter()
-        fetched = fetch_all(self.questions, configs, self.scope, settings, store, self.embedder, share)
+        fetched = fetch_all(self.questions, configs, self.scope, settings, workspace, share)
         self.seconds["engines_s"] += time.perf_counter() - t0
-        self.checks.append(check_replay(self.questions, configs, fetched, self.scope, settings, store,
-                                        self.embedder))
+        self.checks.append(check_replay(self.questions, configs, fetched, self.scope, settings, workspace))
         t0 = time.perf_counter()
         self.scores.append(score_configs(self.questions, configs, fetched, settings, share))
         self.seconds["replay_s"] += time.perf_counter() - t0

@@ -1,15 +1,12 @@
-"""Every chunk the store holds, read once per store content, and the caches built over it.
+"""The cache a Workspace keeps of what it builds from a store's content.
 
-The chunk BM25 (engines.lexical_index), the whole-unit index
-(units.unit_index) and the documents' periods (doc_periods.document_periods)
-are each built in memory from every chunk of the store. Reading them all from
-Chroma is the slow part of a first search, so they are read once here and
-shared, and each in-memory build is kept in a ``ContentCache``.
-
-Everything is keyed by ``content_key``: where the store is and its content
-fingerprint (Store.fingerprint, which changes with the collection, its chunk
-count and the indexer's content marker). A re-index therefore gives a new key,
-and the chunks are read again instead of a stale copy being served.
+The chunk BM25, the whole-unit indexes, the documents' periods and learned
+fusion's corpus views are each built in memory from every chunk of the store
+(ragloupe.workspace.Workspace), and each build is kept in a ``ContentCache``
+keyed by Workspace.content_key: where the store is and its content fingerprint
+(Store.fingerprint, which changes with the collection, its chunk count and the
+indexer's content marker). A re-index therefore gives a new key, and the
+chunks are read again instead of a stale copy being served.
 """
 
 from __future__ import annotations
@@ -18,8 +15,6 @@ import threading
 from collections import OrderedDict
 from typing import Callable, Generic, Hashable, TypeVar
 
-from ragloupe.config import Settings
-from ragloupe.models import Chunk
 
 Built = TypeVar("Built")
 
@@ -55,27 +50,3 @@ class ContentCache(Generic[Built]):
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-
-
-_chunks: ContentCache[tuple[Chunk, ...]] = ContentCache()
-
-
-def content_key(store, settings: Settings) -> tuple:
-    """Where the store is and what it holds now: the key of everything built from its content."""
-    return (settings.chroma_host, settings.chroma_port, str(settings.path("index_dir")),
-            settings.collection, store.fingerprint())
-
-
-def all_chunks(store, settings: Settings, key: tuple | None = None) -> tuple[Chunk, ...]:
-    """Every chunk the store holds, in reading order, read from the store once per content.
-
-    ``key`` is ``content_key(store, settings)`` when the caller already has it,
-    which spares the store a second fingerprint round trip. The tuple is shared
-    by every caller: it is not to be changed.
-    """
-    return _chunks.get(key or content_key(store, settings), lambda: tuple(store.all_chunks()))
-
-
-def clear() -> None:
-    """Forget every chunk read so far (a benchmark releasing a large index)."""
-    _chunks.clear()

@@ -1,9 +1,8 @@
 """The two retrieval engines over the store: dense (Chroma) and BM25 (over Chroma's texts).
 
 Each returns its own ranked candidate list, best first, with the engine's
-raw score; fusion and reranking happen later, in search.py. This module is
-the edge where the store and the in-process BM25 cache are touched; the
-chunks the BM25 is built over come from corpus.all_chunks.
+raw score; fusion and reranking happen later, in replay.py. The chunk BM25
+searched here is the workspace's (Workspace.lexical).
 
 Scores and their meaning:
 - dense: ``score`` is the cosine similarity, 1 - cosine distance, clipped
@@ -20,15 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ragloupe.config import Settings
 from ragloupe.index import lexical
 from ragloupe.models import Chunk
-from ragloupe.retrieve import corpus
 
 ENGINES = ("dense", "bm25")
-
-# One BM25 index per (store, content, k1, b, backend), the last two kept.
-_lexical_cache: corpus.ContentCache[lexical.LexicalIndex] = corpus.ContentCache()
 
 
 @dataclass(frozen=True)
@@ -72,22 +66,6 @@ def dense_search(store, embedding: np.ndarray, n: int, filters: dict | None = No
     """The n chunks nearest to the query embedding, within the filters."""
     return [EngineHit(chunk, cosine_similarity(distance), float(distance))
             for chunk, distance in store.query(embedding, n, where=chroma_where(filters))]
-
-
-def lexical_index(store, settings: Settings) -> lexical.LexicalIndex:
-    """The BM25 index over every chunk the store holds, rebuilt when its fingerprint changes.
-
-    Keyed by where the store is, its content fingerprint and the BM25
-    settings, so changing k1, b or the backend never returns a stale index.
-    Loaded from the copy the indexer saved (index.lexical_saved) when it
-    matches, else built and saved for the next process.
-    """
-    from ragloupe.index import lexical_saved
-
-    key = corpus.content_key(store, settings)
-    k1, b, backend = float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend
-    return _lexical_cache.get(key + (k1, b, backend), lambda: lexical_saved.load_or_build(
-        settings, key[-1], lambda: corpus.all_chunks(store, settings, key), k1, b, backend))
 
 
 def bm25_search(index: lexical.LexicalIndex, query: str, n: int,

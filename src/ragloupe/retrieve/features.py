@@ -17,16 +17,16 @@ scores are, how many of the question's terms the corpus lacks) enter as
 interactions with the engines' reciprocal ranks: "trust dense when the two
 agree", "trust BM25 when its scores are peaked".
 
-Pure apart from ``corpus_views``, which builds (and keeps, per chunk-level
-BM25 index) BM25 indexes over whole pages and whole sections, and each page's
-tokens, from the chunks the chunk-level index already holds.
+Pure: ``build_views`` builds BM25 indexes over whole pages and whole sections,
+each page's and each chunk's terms, from the chunks the chunk-level index
+already holds; the workspace keeps them once per store content
+(Workspace.corpus_views), with the feature rows of recent questions.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -35,6 +35,7 @@ import numpy as np
 from ragloupe.index import lexical
 from ragloupe.models import Chunk, EngineScore
 from ragloupe.retrieve import query_analysis as QA
+from ragloupe.retrieve.corpus import ContentCache
 
 # Bump when a feature's meaning or computation changes: a learned model trained
 # on another version refuses to load.
@@ -83,6 +84,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'&-]*|\(?-?£?\d[\d,]*(?:\.\d+)?\)?%?")
 # An upper-case heading of a flattened accounts page: "7a. PROPERTY, PLANT AND EQUIPMENT".
 _CAPS_RUN = re.compile(r"(?:\b[A-Z][A-Z&'-]{2,}\b[ ,/-]*){2,}")
 LABEL_WINDOW = 8
+ROWS_KEPT = 4096  # feature rows of (question, candidate list) kept per corpus views
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,8 @@ class CorpusViews:
     chunk_terms: dict[str, ChunkTerms] = field(default_factory=dict)  # chunk_id -> its terms, every chunk
     # fiscal-year start month -> chunk_id -> the periods its text names, filled as candidates come
     named_periods: dict[int, dict[str, frozenset]] = field(default_factory=dict, compare=False)
+    # the feature rows of recent (question, candidates): a tuning sweep replays each many times
+    rows: ContentCache = field(default_factory=lambda: ContentCache(size=ROWS_KEPT), compare=False)
 
     def periods_in(self, chunk: Chunk, fy_start_month: int) -> frozenset:
         """The fiscal periods the chunk's text names (query_analysis.periods_named_in), read once per chunk."""
@@ -131,23 +135,6 @@ class CorpusViews:
         """The chunk's terms: looked up for a chunk of the index, read for any other."""
         found = self.chunk_terms.get(chunk.chunk_id)
         return found if found is not None else read_terms(chunk, self.word_ids, {})
-
-
-_views_lock = threading.Lock()
-_views: list[tuple[lexical.LexicalIndex, CorpusViews]] = []
-
-
-def corpus_views(index: lexical.LexicalIndex) -> CorpusViews:
-    """Page- and section-level BM25 built from the chunk-level index's chunks (kept for its last two)."""
-    with _views_lock:
-        for source, views in _views:
-            if source is index:
-                return views
-    views = build_views(index)
-    with _views_lock:
-        _views.append((index, views))
-        del _views[:-2]
-    return views
 
 
 def build_views(index: lexical.LexicalIndex) -> CorpusViews:
@@ -260,33 +247,22 @@ def question_signals(terms: set[str], per_engine: Sequence[Mapping[str, EngineSc
     return QuestionSignals(agreement, dense_peak, bm25_peak, unseen)
 
 
-_rows_lock = threading.Lock()
-_rows_cache: OrderedDict[tuple, tuple] = OrderedDict()
-_ROWS_CACHE_SIZE = 4096  # one entry per (question, candidate list): a tuning sweep replays each many times
-
-
 def candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequence[Mapping[str, EngineScore]],
                        views: CorpusViews, analysis: QA.QueryAnalysis | None = None,
                        periods: Mapping[str, QA.DocumentPeriod] | None = None) -> np.ndarray:
     """A (candidates x FEATURES) float matrix for one question's candidates.
 
-    The same inputs always give the same rows, so they are kept (by question,
-    candidates, engine views and corpus) for the replays of a tuning sweep.
+    The same inputs always give the same rows, so ``views`` keeps them (by question,
+    candidates and engine views) for the replays of a tuning sweep.
     """
-    key = (id(views), query, analysis, id(periods),
+    key = (query, analysis, id(periods),
            tuple((c.chunk_id, tuple(sorted((e, v.rank, v.score) for e, v in engines.items())))
                  for c, engines in zip(chunks, per_engine)))
-    with _rows_lock:
-        cached = _rows_cache.get(key)
-        # The objects themselves are kept and compared: an id can be reused once they are gone.
-        if cached is not None and cached[0] is views and cached[1] is periods:
-            _rows_cache.move_to_end(key)
-            return cached[2].copy()
-    rows = _candidate_features(query, chunks, per_engine, views, analysis, periods)
-    with _rows_lock:
-        _rows_cache[key] = (views, periods, rows)
-        while len(_rows_cache) > _ROWS_CACHE_SIZE:
-            _rows_cache.popitem(last=False)
+    kept_periods, rows = views.rows.get(
+        key, lambda: (periods, _candidate_features(query, chunks, per_engine, views, analysis, periods)))
+    # The periods themselves are kept and compared: an id can be reused once they are gone.
+    if kept_periods is not periods:
+        rows = _candidate_features(query, chunks, per_engine, views, analysis, periods)
     return rows.copy()
 
 

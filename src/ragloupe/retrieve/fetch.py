@@ -1,8 +1,10 @@
 """fetch(): the part of a search that reads the index, once per question.
 
 The question is analysed once (fiscal periods, amounts, codes), rewritten
-when the mode says ``+rewrite``, embedded (query vectors are cached), and
-each engine of the mode lists its candidates over the whole candidate window.
+when the mode says ``+rewrite``, embedded (the workspace keeps recent query
+vectors), and each engine of the mode lists its candidates over the whole
+candidate window. Everything read from the index comes through the caller's
+``Workspace`` (ragloupe.workspace): fetch opens nothing itself.
 When the unit view is on, every whole-unit signal is scored too. What comes
 back is a ``Candidates``: plain lists and the read-only corpus views the later
 stages need (each document's period, the chunk BM25 for learned fusion's
@@ -12,17 +14,13 @@ everything after this and touches no store; ``search() == replay(fetch())``.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
 from ragloupe.config import Settings, get_settings
 from ragloupe.index import lexical
-from ragloupe.retrieve import doc_periods, engines, query_analysis, units
+from ragloupe.retrieve import engines, query_analysis, units
 from ragloupe.retrieve.modes import InvalidSearch, check_choices, check_k, normalise_filters, parse_mode, timed
 from ragloupe.retrieve.rewrite import Rewrite, rewrite_query
 
@@ -59,7 +57,8 @@ class Candidates:
     expansion: tuple[str, ...] = ()
     period_scope: tuple[str, ...] = ()
     periods: Mapping[str, query_analysis.DocumentPeriod] | None = None
-    corpus: lexical.LexicalIndex | None = None  # the chunk BM25 (learned fusion's corpus views)
+    corpus: lexical.LexicalIndex | None = None  # the chunk BM25
+    views: Any = None  # features.CorpusViews of the chunk BM25: learned fusion's page and section views
     units: Mapping[str, UnitSignals] = field(default_factory=dict)  # unit view -> its signals
     model: Any = None  # the configured learned model, when fetched under learned fusion
     assumed: Mapping[str, Any] = field(default_factory=dict)  # learned.assumed_settings of the fetch
@@ -68,11 +67,11 @@ class Candidates:
 
 
 def fetch(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None,
-          settings: Settings | None = None, *, explain: bool = False, store=None, embedder=None,
-          unit_views: Sequence[str] = (), with_periods: bool = False, **overrides: Any) -> Candidates:
-    """Run the engines for ``query``; see the module docstring.
-
-    ``explain`` also runs the engine the mode does not use, so every hit can
+          settings: Settings | None = None, *, workspace=None, explain: bool = False, store=None,
+          embedder=None, unit_views: Sequence[str] = (), with_periods: bool = False,
+          **overrides: Any) -> Candidates:
+    """Run the engines for ``query`` through ``workspace`` (without one: workspace_for(settings,
+    store, embedder)); see the module docstring. ``explain`` also runs the engine the mode does not use, so every hit can
     show both engines' ranks. ``unit_views`` ("records", "all") scores those
     views' whole-unit signals besides the one in force, and ``with_periods``
     reads the documents' periods even when the settings do not need them:
@@ -91,16 +90,15 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     timings: dict[str, float] = {}
     started = time.perf_counter()
     search_text, rewrite, analysis, expansion = _read_question(query, plan.rewrite, settings, timings)
-    if store is None:
-        from ragloupe.index.store import open_store
-
-        with timed(timings, "setup"):
-            store = open_store(settings)
+    if workspace is None:
+        workspace = _workspace_for(settings, store, embedder)
+    with timed(timings, "setup"):
+        store = workspace.store
     learned_fusion = settings.fusion == "learned" and len(plan.engines) > 1
     periods = None
     if settings.query_analysis or learned_fusion or with_periods:
         with timed(timings, "period"):
-            periods = doc_periods.document_periods(store, settings)
+            periods = workspace.periods(settings.fiscal_year_start_month)
     period_scope: list[str] = []
     if settings.query_analysis and settings.period_filter and not filters.get("doc_ids"):
         period_scope = query_analysis.period_documents(analysis, periods)
@@ -109,21 +107,37 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     window = max(int(settings.candidate_window), k)
     run = set(plan.engines) | (set(engines.ENGINES) if explain else set())
     lists, embedding, corpus = _run_engines(run, search_text, window, filters, expansion, settings,
-                                            store, embedder, timings)
+                                            workspace, timings)
     if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
         raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: "
                             "run `ragloupe index <files>` first")
     views = [v for v in dict.fromkeys([settings.unit_view, *unit_views]) if v != "none"]
     with timed(timings, "units"):
         signals = {view: _unit_signals(view, search_text if "bm25" in lists else "", embedding, filters,
-                                       store, settings, window) for view in views}
-    model, assumed = _model(settings, learned_fusion)
+                                       workspace, settings, window) for view in views}
+    model, assumed = _model(settings, learned_fusion, workspace)
+    corpus_views = _corpus_views(corpus, "dense" in lists or with_periods, workspace, timings)
     timings["total"] = time.perf_counter() - started
     return Candidates(
         query=query, search_text=search_text, mode=mode, window=window, filters=filters, lists=lists,
         analysis=analysis, query_analysis=bool(settings.query_analysis), expansion=tuple(expansion),
-        period_scope=tuple(period_scope), periods=periods, corpus=corpus, units=signals, model=model,
+        period_scope=tuple(period_scope), periods=periods, corpus=corpus, views=corpus_views, units=signals,
+        model=model,
         assumed=assumed, rewrite=rewrite, timings=timings)
+
+
+def _workspace_for(settings: Settings, store, embedder):
+    from ragloupe.workspace import workspace_for
+
+    return workspace_for(settings, store, embedder)
+
+
+def _corpus_views(corpus, wanted: bool, workspace, timings: dict[str, float]):
+    """Learned fusion's views of the chunk BM25, when both engines ran (a replay may fuse them so)."""
+    if corpus is None or not wanted:
+        return None
+    with timed(timings, "bm25_index"):
+        return workspace.corpus_views(corpus)
 
 
 def _read_question(query: str, rewrite: bool, settings: Settings, timings: dict[str, float]):
@@ -141,59 +155,34 @@ def _read_question(query: str, rewrite: bool, settings: Settings, timings: dict[
 
 
 def _run_engines(run: set[str], text: str, window: int, filters: dict, expansion: Sequence[str],
-                 settings: Settings, store, embedder, timings: dict[str, float]):
+                 settings: Settings, workspace, timings: dict[str, float]):
     """Each engine's list (dense first, then bm25), the query embedding and the chunk BM25 index."""
     lists: dict[str, list[engines.EngineHit]] = {}
     embedding, corpus = None, None
     if "dense" in run:
-        if embedder is None:
-            from ragloupe.index.embedder import get_embedder
-
-            with timed(timings, "setup"):  # loads the model on the first call only
-                embedder = get_embedder(settings)
+        with timed(timings, "setup"):  # loads the model on the workspace's first call only
+            workspace.embedder
         with timed(timings, "query_embedding"):
-            embedding = query_vector(embedder, text)
+            embedding = workspace.query_vector(text)
         with timed(timings, "dense"):
-            lists["dense"] = engines.dense_search(store, embedding, window, filters)
+            lists["dense"] = engines.dense_search(workspace.store, embedding, window, filters)
     if "bm25" in run:
         with timed(timings, "bm25_index"):
-            corpus = engines.lexical_index(store, settings)
+            corpus = workspace.lexical(settings.bm25_k1, settings.bm25_b, settings.bm25_backend)
         with timed(timings, "bm25"):
             lists["bm25"] = engines.bm25_search(corpus, text, window, filters, expansion)
     return lists, embedding, corpus
 
 
-def _unit_signals(view: str, text: str, embedding, filters: dict, store, settings: Settings,
+def _unit_signals(view: str, text: str, embedding, filters: dict, workspace, settings: Settings,
                   window: int) -> UnitSignals:
-    index = units.unit_index(store, settings.replace(unit_view=view))
+    index = workspace.unit_index(view, settings.bm25_k1, settings.unit_bm25_b, settings.bm25_backend)
     found = units.unit_scores(index, text, embedding, filters, settings.unit_dense, window)
     return UnitSignals(found, index.held, index.locate, settings.unit_dense, float(settings.unit_bm25_b))
 
 
-def _model(settings: Settings, learned_fusion: bool):
+def _model(settings: Settings, learned_fusion: bool, workspace):
     from ragloupe.retrieve import learned
 
     assumed = learned.assumed_settings(settings)
-    return (learned.read(settings) if learned_fusion else None), assumed
-
-
-# Query vectors of recent questions: an evaluation sweep asks the same 150
-# questions under many settings, and embedding is the slowest step it repeats.
-_QUERY_CACHE_SIZE = 1024
-_query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-_query_lock = threading.Lock()
-
-
-def query_vector(embedder, text: str) -> np.ndarray:
-    """The embedding of a question, from the cache of recent ones when it is there."""
-    key = (str(getattr(embedder, "model_name", id(embedder))), text)
-    with _query_lock:
-        if key in _query_vectors:
-            _query_vectors.move_to_end(key)
-            return _query_vectors[key]
-    vector = embedder.encode([text])[0]
-    with _query_lock:
-        _query_vectors[key] = vector
-        while len(_query_vectors) > _QUERY_CACHE_SIZE:
-            _query_vectors.popitem(last=False)
-    return vector
+    return (workspace.learned_model(learned.model_path(settings)) if learned_fusion else None), assumed

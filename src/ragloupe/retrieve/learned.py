@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -191,17 +190,16 @@ def mismatches_with(model: LearnedModel, in_force: dict) -> list[str]:
     return problems
 
 
-_cache_lock = threading.Lock()
-_cache: dict[tuple[str, float], LearnedModel] = {}
-
-
 def model_path(settings: Settings) -> Path:
     return Path(settings.learned_model) if settings.learned_model else SHIPPED
 
 
-def load(settings: Settings) -> LearnedModel:
-    """The configured model (RAGLOUPE_LEARNED_MODEL, else the shipped one), checked against the settings."""
-    model = read(settings)
+def load(settings: Settings, model: LearnedModel | None = None) -> LearnedModel:
+    """The configured model (RAGLOUPE_LEARNED_MODEL, else the shipped one), checked against the settings.
+
+    ``model``: the configured model as the caller's workspace already read it (Workspace.learned_model).
+    """
+    model = model if model is not None else read(settings)
     problems = mismatches(model, settings)
     if problems:
         raise LearnedModelMismatch(f"the learned fusion model {model_path(settings).name} does not fit: "
@@ -211,22 +209,22 @@ def load(settings: Settings) -> LearnedModel:
 
 
 def read(settings: Settings) -> LearnedModel:
-    """The configured model file, read once per change of the file; not checked against the settings."""
-    path = model_path(settings)
+    """The configured model file, read now; not checked against the settings."""
+    return read_file(model_path(settings))
+
+
+def read_file(path: Path, cache=None) -> LearnedModel:
+    """The model in ``path``; with a ``cache`` (a corpus.ContentCache), read once per change of the file."""
     try:
-        stamp = path.stat().st_mtime
+        stamp = path.stat().st_mtime_ns
     except OSError:
         raise LearnedModelMismatch(f"no learned fusion model at {path}: train one with "
                                    "`ragloupe tune --train-learned`, or use another fusion") from None
-    key = (str(path), stamp)
-    with _cache_lock:
-        model = _cache.get(key)
-    if model is None:
-        model = from_json(path.read_text(encoding="utf-8"), str(path))
-        with _cache_lock:
-            _cache.clear()
-            _cache[key] = model
-    return model
+
+    def parse() -> LearnedModel:
+        return from_json(path.read_text(encoding="utf-8"), str(path))
+
+    return cache.get((str(path), stamp), parse) if cache is not None else parse()
 
 
 def feature_weights(model: LearnedModel) -> dict[str, float]:

@@ -142,9 +142,15 @@ def candidate_rows(candidates: Candidates, config) -> tuple[list[Chunk], np.ndar
     fused, _ = _fuse(parse_mode("hybrid"), lists, _replace(config, fusion="rrf"))
     chunks = [c.hit.chunk for c in fused]
     rows = features.candidate_features(candidates.search_text, chunks, [c.per_engine for c in fused],
-                                       features.corpus_views(candidates.corpus), candidates.analysis,
-                                       candidates.periods)
+                                       _views(candidates), candidates.analysis, candidates.periods)
     return chunks, rows
+
+
+def _views(candidates: Candidates):
+    if candidates.views is None:
+        raise InvalidSearch("learned fusion needs the corpus views of the store's BM25: fetch with the bm25 "
+                            "engine under fusion=learned (or with_periods=True)")
+    return candidates.views
 
 
 def _replace(config: ReplayConfig, **changes) -> ReplayConfig:
@@ -235,10 +241,8 @@ def _learn(candidates: Candidates, fused: list[_Candidate], config: ReplayConfig
     """Rescore the fused candidates with the learned model; each keeps its per-feature account."""
     from ragloupe.retrieve import features
 
-    if candidates.corpus is None:
-        raise InvalidSearch("learned fusion needs the BM25 index of the store (fetch with the bm25 engine)")
     rows = features.candidate_features(candidates.search_text, [c.hit.chunk for c in fused],
-                                       [c.per_engine for c in fused], features.corpus_views(candidates.corpus),
+                                       [c.per_engine for c in fused], _views(candidates),
                                        candidates.analysis, candidates.periods)
     for candidate, explained in zip(fused, model.explain(rows)):
         candidate.learned = explained

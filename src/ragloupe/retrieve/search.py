@@ -44,21 +44,27 @@ __all__ = ["BASES", "FILTER_KEYS", "MODES", "Candidates", "InvalidSearch", "Mode
 
 
 def search(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None,
-           settings: Settings | None = None, *, explain: bool = False, store=None, embedder=None,
-           **overrides: Any) -> Ranking:
+           settings: Settings | None = None, *, workspace=None, explain: bool = False, store=None,
+           embedder=None, **overrides: Any) -> Ranking:
     """Rank chunks for ``query``: replay(fetch(...)); see the module docstring for the flow.
 
     ``overrides`` replace settings for this call only (e.g. ``fusion="minmax"``,
     ``weight_bm25=2``, ``page_aggregation="sum"``), so a sweep needs no
     re-indexing. ``explain`` also runs the engines the mode does not use, so
     every hit shows where the other engine would have put it (the CLI table
-    does this). ``store`` and ``embedder`` can be passed to reuse open ones.
+    does this). ``workspace`` (ragloupe.workspace.Workspace) is what a face opened
+    and keeps its caches; without one, the workspace kept for ``store`` (or the
+    settings' index) is used, with ``embedder`` (workspace.workspace_for).
     """
     settings = settings or get_settings()
     if overrides:
         settings = settings.replace(**overrides)
     mode = mode or settings.mode
-    candidates = fetch(query, mode, k, filters, settings, explain=explain, store=store, embedder=embedder)
+    if workspace is None:
+        from ragloupe.workspace import workspace_for
+
+        workspace = workspace_for(settings, store, embedder)
+    candidates = fetch(query, mode, k, filters, settings, workspace=workspace, explain=explain)
     return replay(candidates, ReplayConfig.of(settings, mode, k))
 
 

@@ -16,9 +16,9 @@ scope directly, with two signals the chunk engines cannot give:
   only those in the engine's window), ``mean`` (the mean chunk similarity),
   ``top2`` (the mean of its two best chunks).
 
-``build_unit_index`` and ``unit_scores`` are pure; ``unit_index`` is the edge
-that reads the store (every chunk through corpus.all_chunks, then the
-embeddings), cached per store content like the chunk BM25 index.
+``build_unit_index`` and ``unit_scores`` are pure; Workspace.unit_index is the
+edge that reads the store (every chunk, then the embeddings), once per store
+content like the chunk BM25 index.
 How these signals are fused with the chunk view is ``aggregate.unit_view``.
 """
 
@@ -30,10 +30,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ragloupe.config import Settings
 from ragloupe.index import lexical
 from ragloupe.models import Chunk
-from ragloupe.retrieve import corpus
 
 DENSE_RULES = ("centroid", "max", "mean", "top2")
 # Settings.unit_view: which units get whole-unit signals. "records": only the
@@ -69,9 +67,6 @@ class UnitIndex:
     def locate(self) -> dict[str, tuple[str, int, str]]:
         """unit -> (doc_id, page, record_id), for units only the whole-unit signals found."""
         return {c.chunk_id: (c.doc_id, c.page, c.record_id) for c in self.lexical.chunks}
-
-
-_cache: corpus.ContentCache[UnitIndex] = corpus.ContentCache()
 
 
 def joined_text(chunks: Sequence[Chunk]) -> str:
@@ -160,19 +155,3 @@ def unit_scores(index: UnitIndex, query: str, query_embedding: np.ndarray | None
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:n]
         out["unit_dense"] = [(index.units[i], float(scores[i])) for i in order]
     return out
-
-
-def unit_index(store, settings: Settings) -> UnitIndex:
-    """The unit index of the store's records (and pages, under unit_view=all), cached per content."""
-    key = corpus.content_key(store, settings)
-
-    def build() -> UnitIndex:
-        chunks = corpus.all_chunks(store, settings, key)
-        if settings.unit_view == "records":
-            chunks = [c for c in chunks if c.record_id]
-        embeddings = store.get_embeddings([c.chunk_id for c in chunks]) if chunks else np.zeros((0, 0))
-        return build_unit_index(chunks, embeddings, k1=settings.bm25_k1, b=settings.unit_bm25_b,
-                                backend=settings.bm25_backend)
-
-    return _cache.get(key + (settings.unit_view, float(settings.bm25_k1), float(settings.unit_bm25_b),
-                             settings.bm25_backend), build)

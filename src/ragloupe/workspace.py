@@ -1,0 +1,201 @@
+"""The workspace: what one face (a CLI command, the API server, the app) opens once and searches through.
+
+A ``Workspace`` owns the store, the embedder, and everything built in memory
+from the store's content: every chunk read once, the chunk BM25, the
+whole-unit indexes, the documents' periods, learned fusion's corpus views,
+the learned model read from its file, and the vectors of recent questions.
+Each is kept in a ``ContentCache`` keyed by ``content_key`` (where the store
+is and its content fingerprint), so a re-index gives new keys and nothing
+stale is served. Nothing lives in module globals: two workspaces share
+nothing, and a test that builds its own gets fresh state.
+
+Faces build one at their edge (``cli``: per command; ``api/resources.py``:
+per server; ``ui/cache.py``: per index, with st.cache_resource) and hand it
+to fetch()/search(); the pipeline never opens a store or loads a model of its
+own. The store and the embedder are opened on first use, so a command that
+only reads chunks never loads the model.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import weakref
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragloupe.config import Settings
+from ragloupe.retrieve.corpus import ContentCache
+
+QUERY_VECTORS = 1024  # an evaluation sweep asks the same 150 questions under many settings
+
+
+class Workspace:
+    """The open store and model of one face, and the caches built over the store's content."""
+
+    def __init__(self, settings: Settings, *, store: Any = None, embedder: Any = None):
+        self.settings = settings
+        self._store, self._embedder = store, embedder
+        self._open_lock = threading.Lock()
+        self._chunks: ContentCache = ContentCache()
+        self._lexical: ContentCache = ContentCache()
+        self._units: ContentCache = ContentCache()
+        self._periods: ContentCache = ContentCache()
+        self._views: ContentCache = ContentCache()
+        self._learned: ContentCache = ContentCache(size=1)
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._vectors_lock = threading.Lock()
+
+    # --- what it opens ---------------------------------------------------------
+
+    @property
+    def store(self):
+        """The Store of these settings, opened on first use."""
+        with self._open_lock:
+            if self._store is None:
+                from ragloupe.index.store import open_store
+
+                self._store = open_store(self.settings)
+            return self._store
+
+    @property
+    def embedder(self):
+        """The embedding model of these settings, loaded on first use."""
+        with self._open_lock:
+            if self._embedder is None:
+                from ragloupe.index.embedder import get_embedder
+
+                self._embedder = get_embedder(self.settings)
+            return self._embedder
+
+    @property
+    def has_embedder(self) -> bool:
+        return self._embedder is not None
+
+    # --- what it builds from the store's content --------------------------------
+
+    def content_key(self) -> tuple:
+        """Where the store is and what it holds now: the key of everything built from its content."""
+        s = self.settings
+        return (s.chroma_host, s.chroma_port, str(s.path("index_dir")), s.collection, self.store.fingerprint())
+
+    def chunks(self, key: tuple | None = None) -> tuple:
+        """Every chunk the store holds, in reading order, read once per content (shared: not to be changed)."""
+        store = self.store
+        return self._chunks.get(key or self.content_key(), lambda: tuple(store.all_chunks()))
+
+    def lexical(self, k1: float | None = None, b: float | None = None, backend: str | None = None):
+        """The chunk BM25 over every chunk the store holds, built once per content and BM25 parameters.
+
+        The one place the lexical index is produced (defaults: the workspace's settings).
+        Loaded from the copy the indexer saved (index.lexical_saved) when it matches the
+        content, else built from every chunk and saved for the next process.
+        """
+        from ragloupe.index import lexical_saved
+
+        s = self.settings
+        k1, b = float(s.bm25_k1 if k1 is None else k1), float(s.bm25_b if b is None else b)
+        backend = backend or s.bm25_backend
+        key = self.content_key()
+        return self._lexical.get(key + (k1, b, backend), lambda: lexical_saved.load_or_build(
+            s, key[-1], lambda: self.chunks(key), k1, b, backend))
+
+    def unit_index(self, view: str, k1: float, b: float, backend: str):
+        """The whole-unit index of the store's records (and pages, under view "all"), once per content."""
+        from ragloupe.retrieve import units
+
+        key = self.content_key()
+
+        def build():
+            chunks = self.chunks(key)
+            if view == "records":
+                chunks = [c for c in chunks if c.record_id]
+            embeddings = self.store.get_embeddings([c.chunk_id for c in chunks]) if chunks else np.zeros((0, 0))
+            return units.build_unit_index(chunks, embeddings, k1=k1, b=b, backend=backend)
+
+        return self._units.get(key + (view, float(k1), float(b), backend), build)
+
+    def periods(self, fy_start_month: int | None = None) -> dict:
+        """doc_id -> DocumentPeriod for every document in the store, once per content and month."""
+        from ragloupe.retrieve.doc_periods import periods_of
+
+        month = int(self.settings.fiscal_year_start_month if fy_start_month is None else fy_start_month)
+        key = self.content_key()
+        return self._periods.get(key + (month,), lambda: periods_of(self.chunks(key), month))
+
+    def corpus_views(self, index):
+        """Learned fusion's page-, section- and chunk-level views of a chunk BM25 from lexical()."""
+        from ragloupe.retrieve import features
+
+        source, views = self._views.get((id(index), index.k1, index.b, index.backend, len(index)),
+                                        lambda: (index, features.build_views(index)))
+        # The index itself is kept with its views, so its id cannot be another's while held.
+        return views if source is index else features.build_views(index)
+
+    def learned_model(self, path: Path):
+        """The learned model in ``path``, read once per change of the file (not checked against settings)."""
+        from ragloupe.retrieve import learned
+
+        return learned.read_file(path, self._learned)
+
+    def query_vector(self, text: str) -> np.ndarray:
+        """The embedding of a question, from the workspace's recent ones when it is there."""
+        embedder = self.embedder
+        key = (str(getattr(embedder, "model_name", id(embedder))), text)
+        with self._vectors_lock:
+            if key in self._vectors:
+                self._vectors.move_to_end(key)
+                return self._vectors[key]
+        vector = embedder.encode([text])[0]
+        with self._vectors_lock:
+            self._vectors[key] = vector
+            while len(self._vectors) > QUERY_VECTORS:
+                self._vectors.popitem(last=False)
+        return vector
+
+    def clear(self) -> None:
+        """Forget everything built from the store's content (a benchmark releasing a large index)."""
+        for cache in (self._chunks, self._lexical, self._units, self._periods, self._views, self._learned):
+            cache.clear()
+        with self._vectors_lock:
+            self._vectors.clear()
+
+    def with_embedder(self, embedder: Any) -> "Workspace":
+        """This workspace with another embedder (a benchmark's precomputed vectors): the caches are shared."""
+        if embedder is None or embedder is self._embedder:
+            return self
+        other = copy.copy(self)
+        other._embedder = embedder
+        return other
+
+
+# --- for callers that bring no workspace ------------------------------------------
+#
+# A face builds its workspace and passes it. A caller that passes only a store
+# (and maybe an embedder), or only settings, gets the workspace kept for that
+# store handle or that index location, so its next call finds the BM25 and the
+# views built. This is the one place such state is kept; it goes when every
+# caller passes a workspace.
+
+_lock = threading.Lock()
+_around_store: "weakref.WeakKeyDictionary[Any, Workspace]" = weakref.WeakKeyDictionary()
+_by_location: ContentCache = ContentCache(size=2)
+
+
+def workspace_for(settings: Settings, store: Any = None, embedder: Any = None) -> Workspace:
+    """The workspace of ``store`` (or of the settings' index location, without one), with ``embedder``."""
+    if store is None:
+        location = (settings.chroma_host, settings.chroma_port, str(settings.path("index_dir")), settings.collection,
+                    settings.embedding_model, settings.embedding_backend, settings.device)
+        return _by_location.get(location, lambda: Workspace(settings)).with_embedder(embedder)
+    with _lock:
+        try:
+            found = _around_store.get(store)
+        except TypeError:  # a store that cannot be weakly referenced: a workspace for this call
+            return Workspace(settings, store=store, embedder=embedder)
+        if found is None:
+            found = _around_store[store] = Workspace(settings, store=store)
+    return found.with_embedder(embedder)
