@@ -38,6 +38,7 @@ class Action(Enum):
     INDEX_FIRST = "index_first"
     REINDEX = "reindex"
     INDEX_REPAIRS = "index_repairs"
+    TRAIN_LEARNED = "train_learned"
 
 
 ACTION = "{action}"  # where a message puts its action's words
@@ -47,6 +48,7 @@ COMMAND_LINE_WORDS: Mapping[Action, str] = {
     Action.INDEX_FIRST: "run `ragloupe index` first",
     Action.REINDEX: "run `ragloupe index`",
     Action.INDEX_REPAIRS: "the next `ragloupe index` repairs an interrupted index",
+    Action.TRAIN_LEARNED: "train one with `ragloupe tune --train-learned`",
 }
 
 
@@ -270,3 +272,29 @@ class SourceUnavailable(RagloupeError):
 
 class CollectionExists(RagloupeError):
     kind = Kind.CONFLICT
+
+
+# --- retrieval and tuning ---------------------------------------------------------
+
+class InvalidSearch(RagloupeError):
+    """A search was asked for with a mode, k, filter or setting that does not exist."""
+
+    kind = Kind.INVALID
+
+
+class LearnedModelMismatch(RagloupeError):
+    """The learned fusion model does not fit the settings, features or file in force."""
+
+    kind = Kind.CONFLICT
+
+
+class RerankerUnavailable(RagloupeError):
+    """The configured cross-encoder cannot be loaded from disk."""
+
+    kind = Kind.UNAVAILABLE
+
+
+class TuningError(RagloupeError):
+    """Tuning cannot run as asked (too few documents to hold one out, an unknown space ...)."""
+
+    kind = Kind.REFUSED

@@ -76,17 +76,7 @@ def serve_app() -> FastAPI:
 
 def status_for(exc: RagloupeError) -> int:
     """The HTTP status of a named error: its kind's, from errors.py."""
-    # These four are still defined in retrieve/ and evaluate/tune_space.py (being reworked
-    # there) without a kind of their own; they move into errors.py with that work.
-    from ragloupe.evaluate.tune_space import TuningError
-    from ragloupe.retrieve.learned import LearnedModelMismatch
-    from ragloupe.retrieve.rerank import RerankerUnavailable
-    from ragloupe.retrieve.search import InvalidSearch
-
-    pending = ((InvalidSearch, Kind.INVALID), (LearnedModelMismatch, Kind.CONFLICT),
-               (RerankerUnavailable, Kind.UNAVAILABLE), (TuningError, Kind.REFUSED))
-    kind = next((kind for cls, kind in pending if type(exc) is cls), exc.kind)
-    return STATUS[kind]
+    return STATUS[exc.kind]
 
 
 async def _named_error(request: Request, exc: RagloupeError) -> JSONResponse:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ragloupe.config import Settings
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import TuningError
 
 SCOPES = ("doc", "all")
 SPACES = ("small", "core", "full")
@@ -29,10 +29,6 @@ CHUNKING_KNOBS = ("chunk_tokens", "chunk_overlap")
 # expansion adds the written variants of a question's periods and codes to BM25's query,
 # and the period filter (whole-index scope) lists only the documents of the question's period.
 ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis", "query_expansion", "period_filter")
-
-
-class TuningError(RagloupeError):
-    """Tuning cannot run as asked (too few documents to hold one out, an unknown space ...)."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ragloupe.config import Settings, get_settings
+from ragloupe.errors import ACTION, Action
 from ragloupe.index import lexical
 from ragloupe.retrieve import engines, query_analysis, units
 from ragloupe.retrieve.modes import InvalidSearch, check_choices, check_k, normalise_filters, parse_mode, timed
@@ -109,8 +110,8 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     lists, embedding, corpus = _run_engines(run, search_text, window, filters, expansion, settings,
                                             workspace, timings)
     if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
-        raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: "
-                            "run `ragloupe index <files>` first")
+        raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: {ACTION}",
+                            action=Action.INDEX_FIRST)
     views = [v for v in dict.fromkeys([settings.unit_view, *unit_views]) if v != "none"]
     with timed(timings, "units"):
         signals = {view: _unit_signals(view, search_text if "bm25" in lists else "", embedding, filters,

@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from ragloupe.config import Settings
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import ACTION, Action, LearnedModelMismatch
 from ragloupe.models import LearnedScore
 from ragloupe.retrieve.features import FEATURE_VERSION, FEATURES, MODEL_FEATURES
 
@@ -34,10 +34,6 @@ SCHEMA = "ragloupe.learned/1"
 SHIPPED = Path(__file__).with_name("learned_model.json")
 DIGITS = 6
 C = 1.0  # inverse regularisation strength of the logistic regression
-
-
-class LearnedModelMismatch(RagloupeError):
-    """The learned fusion model does not fit the settings, features or file in force."""
 
 
 @dataclass(frozen=True)
@@ -204,7 +200,7 @@ def load(settings: Settings, model: LearnedModel | None = None) -> LearnedModel:
     if problems:
         raise LearnedModelMismatch(f"the learned fusion model {model_path(settings).name} does not fit: "
                                    + "; ".join(problems)
-                                   + ". Retrain it (`ragloupe tune --train-learned`) or use another fusion")
+                                   + f"; {ACTION}, or use another fusion", action=Action.TRAIN_LEARNED)
     return model
 
 
@@ -218,8 +214,8 @@ def read_file(path: Path, cache=None) -> LearnedModel:
     try:
         stamp = path.stat().st_mtime_ns
     except OSError:
-        raise LearnedModelMismatch(f"no learned fusion model at {path}: train one with "
-                                   "`ragloupe tune --train-learned`, or use another fusion") from None
+        raise LearnedModelMismatch(f"no learned fusion model at {path}: {ACTION}, or use another fusion",
+                                   action=Action.TRAIN_LEARNED) from None
 
     def parse() -> LearnedModel:
         return from_json(path.read_text(encoding="utf-8"), str(path))

@@ -11,16 +11,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import InvalidSearch
 
 BASES = {"dense": ("dense",), "bm25": ("bm25",), "hybrid": ("dense", "bm25")}
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank",
          "dense+rewrite", "bm25+rewrite", "hybrid+rewrite", "hybrid+rerank+rewrite")
 FILTER_KEYS = ("doc_ids", "pages", "quality")
-
-
-class InvalidSearch(RagloupeError):
-    """A search was asked for with a mode, k, filter or setting that does not exist."""
 
 
 @dataclass(frozen=True)

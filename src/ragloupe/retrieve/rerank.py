@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ragloupe.errors import RagloupeError
+from ragloupe.errors import RerankerUnavailable
 from ragloupe.index.lexical import STOPWORDS, tokenize
 from ragloupe.models import Chunk
 
@@ -41,10 +41,6 @@ _NUMERIC_QUESTION = re.compile(
     r"cost|spend|spent|budget|surplus|deficit|value|figure|rate)\b|[£$€%]",
     re.IGNORECASE)
 _TABLE_HINT = re.compile(r"\b(table|tabulated|figures?|breakdown)\b", re.IGNORECASE)
-
-
-class RerankerUnavailable(RagloupeError):
-    """The configured cross-encoder cannot be loaded from disk."""
 
 
 @dataclass(frozen=True)

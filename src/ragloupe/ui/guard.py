@@ -30,6 +30,7 @@ APP_WORDS: Mapping[Action, str] = {
     Action.INDEX_FIRST: "index files on the Index page first",
     Action.REINDEX: "re-index on the Index page",
     Action.INDEX_REPAIRS: "the next re-index on the Index page repairs an interrupted index",
+    Action.TRAIN_LEARNED: "train one on the Tuning page (learned fusion)",
 }
 
 
