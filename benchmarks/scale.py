@@ -127,8 +127,9 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
     """Everything a restarted process does before its first answer, each part timed."""
     from ragloupe.index.embedder import get_embedder
     from ragloupe.index.store import open_store
-    from ragloupe.retrieve import corpus, doc_periods, engines, features, learned
+    from ragloupe.retrieve import learned
     from ragloupe.retrieve.search import search
+    from ragloupe.workspace import workspace_for
 
     parts: dict = {"imports_s": time.perf_counter() - STARTED}
     # CPU seconds of this process per part: on a shared machine they move less than the wall time.
@@ -143,14 +144,15 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
 
     store = timed("open_store_s", lambda: open_store(settings))
     timed("load_model_s", lambda: get_embedder(settings).encode(["warm"]))
-    timed("read_all_chunks_s", lambda: corpus.all_chunks(store, settings))
-    timed("bm25_build_s", lambda: engines.lexical_index(store, settings))
-    timed("document_periods_s", lambda: doc_periods.document_periods(store, settings))
-    timed("learned_model_s", lambda: learned.read(settings))
-    # Learned fusion's page- and section-level BM25, built from the chunk BM25 on first use.
-    timed("page_section_views_s", lambda: features.corpus_views(engines.lexical_index(store, settings)))
     embedder = get_embedder(settings)
-    ranking = timed("first_search_s", lambda: search(question, settings=settings, store=store, embedder=embedder))
+    workspace = workspace_for(settings, store, embedder)  # the one later searches with this store use
+    timed("read_all_chunks_s", workspace.chunks)
+    timed("bm25_build_s", workspace.lexical)
+    timed("document_periods_s", workspace.periods)
+    timed("learned_model_s", lambda: workspace.learned_model(learned.model_path(settings)))
+    # Learned fusion's page-, section- and chunk-level views, built from the chunk BM25 on first use.
+    timed("page_section_views_s", lambda: workspace.corpus_views(workspace.lexical()))
+    ranking = timed("first_search_s", lambda: search(question, settings=settings, workspace=workspace))
     parts["first_search_stages_ms"] = {k: round(v * 1000, 1) for k, v in ranking.timings.items()}
     parts["rss_after_start_mb"] = peak_rss_mb()
     seconds = [v for k, v in parts.items() if k.endswith("_s")]
