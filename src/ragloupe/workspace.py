@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,10 +36,13 @@ QUERY_VECTORS = 1024  # an evaluation sweep asks the same 150 questions under ma
 class Workspace:
     """The open store and model of one face, and the caches built over the store's content."""
 
-    def __init__(self, settings: Settings, *, store: Any = None, embedder: Any = None):
+    def __init__(self, settings: Settings, *, store: Any = None, embedder: Any = None,
+                 load_embedder: Callable[[], Any] | None = None):
+        """``load_embedder``: how to load the embedder on first use (default: get_embedder(settings))."""
         self.settings = settings
-        self._store, self._embedder = store, embedder
+        self._store, self._embedder, self._load_embedder = store, embedder, load_embedder
         self._open_lock = threading.Lock()
+        self._model_lock = threading.Lock()  # the model loads without holding up the store
         self._chunks: ContentCache = ContentCache()
         self._lexical: ContentCache = ContentCache()
         self._units: ContentCache = ContentCache()
@@ -64,11 +67,11 @@ class Workspace:
     @property
     def embedder(self):
         """The embedding model of these settings, loaded on first use."""
-        with self._open_lock:
+        with self._model_lock:
             if self._embedder is None:
                 from ragloupe.index.embedder import get_embedder
 
-                self._embedder = get_embedder(self.settings)
+                self._embedder = self._load_embedder() if self._load_embedder else get_embedder(self.settings)
             return self._embedder
 
     @property

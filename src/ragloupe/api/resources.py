@@ -65,14 +65,14 @@ class Resources:
             return self._embedder
 
     def workspace(self) -> Any:
-        """The server's Workspace over store() and embedder() (loading the model on first use): every
-        search shares its BM25, corpus views, periods and learned model."""
-        store, embedder = self.store(), self.embedder()
+        """The server's Workspace over store() and embedder() (the model loaded when a search first needs
+        it): every search shares its BM25, corpus views, periods and learned model."""
+        store = self.store()
         with self._workspace_lock:
             if self._workspace is None:
                 from ragloupe.workspace import Workspace
 
-                self._workspace = Workspace(self.settings, store=store, embedder=embedder)
+                self._workspace = Workspace(self.settings, store=store, load_embedder=self.embedder)
             return self._workspace
 
     def model_status(self) -> dict[str, Any]:
@@ -126,9 +126,7 @@ class Resources:
         try:
             if self.store().count() == 0:
                 return
-            from ragloupe.retrieve.engines import lexical_index
-
-            lexical_index(self.store(), self.settings)  # the saved BM25, read while the model loads
+            self.workspace().lexical()  # the saved BM25, read while the model loads
             loader.join()  # the model, or its error from embedder() below
             # A question with words both engines find, so fusion (learned fusion's per-chunk
             # features included) builds its caches now; "warm up" alone left them to the first user.
