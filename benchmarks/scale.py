@@ -206,13 +206,13 @@ def dense_filter(index_dir: Path, samples: int = 12) -> dict:
     a question naming that period; the queries are random unit vectors (the cost does not
     depend on what they mean).
     """
-    from ragloupe.retrieve import doc_periods, engines
+    from ragloupe.index.store import open_store
+    from ragloupe.retrieve import engines
+    from ragloupe.workspace import Workspace
 
     settings = settings_for(index_dir)
-    from ragloupe.index.store import open_store
-
     store = open_store(settings)
-    periods = doc_periods.document_periods(store, settings)
+    periods = Workspace(settings, store=store).periods()
     labels = Counter(p.period.label for p in periods.values() if p.period)
     label = labels.most_common(1)[0][0]
     scope = sorted(d for d, p in periods.items() if p.period and p.period.label == label)
