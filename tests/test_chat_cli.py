@@ -72,6 +72,9 @@ def test_ctrl_c_at_the_prompt_leaves_cleanly(demo_env):
         # A job started in the background of a non-interactive shell inherits SIGINT ignored,
         # and so would the child: then Ctrl+C could never reach it. A user's terminal has it.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        # A test process of pytest-xdist runs tests with SIGINT blocked, and a blocked signal
+        # survives fork and exec: unblock it too, as it is in a user's shell.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         env = _env(demo_env)
         os.execve(RAGLOUPE[0], RAGLOUPE + ["chat"], env)
     output = _read_until(fd, b"you> ", timeout_s=60)

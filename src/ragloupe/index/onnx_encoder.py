@@ -142,6 +142,9 @@ def load(model: Any, model_path: str, backend: str, models_dir: Path) -> OnnxEnc
             path = int8_path
         options = ort.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initialisers are noise here
+        # Idle threads sleep instead of spinning: beside another busy process (a second server
+        # worker, the app) spinning burnt CPU for nothing (120 pages: 16.8 against 18.2 CPU s).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except OnnxUnavailable:
         raise
