@@ -9,8 +9,9 @@ import pytest
 from retrieval_corpus import build_index, corpus_chunks
 from ragloupe.models import Chunk
 from ragloupe.numbers import extract_quantities, is_year
+from ragloupe.retrieve.expansion import bm25_expansion
 from ragloupe.retrieve.query_analysis import (
-    FEATURES, Period, analyze, bm25_expansion, document_period, match_features, prefer_period)
+    FEATURES, Period, analyze, document_period, match_features, prefer_period)
 from ragloupe.retrieve.search import search
 
 FY_2020_21 = Period(2020, 2021)

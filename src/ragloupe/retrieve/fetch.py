@@ -22,6 +22,7 @@ from ragloupe.config import Settings, get_settings
 from ragloupe.errors import ACTION, Action
 from ragloupe.index import lexical
 from ragloupe.retrieve import engines, query_analysis, units
+from ragloupe.retrieve.expansion import bm25_expansion
 from ragloupe.retrieve.modes import InvalidSearch, check_choices, check_k, normalise_filters, parse_mode, timed
 from ragloupe.retrieve.rewrite import Rewrite, rewrite_query
 
@@ -150,7 +151,7 @@ def _read_question(query: str, rewrite: bool, settings: Settings, timings: dict[
         search_text = rewritten.search_text
     with timed(timings, "query_analysis"):
         analysis = query_analysis.analyze(query, settings.fiscal_year_start_month)
-        expansion = (query_analysis.bm25_expansion(analysis)
+        expansion = (bm25_expansion(analysis)
                      if settings.query_analysis and settings.query_expansion else [])
     return search_text, rewritten, analysis, expansion
 
