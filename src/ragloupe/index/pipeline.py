@@ -197,6 +197,12 @@ def _any_under(entries: Iterable[DocumentEntry], root: Path) -> bool:
 
 
 # ---- running ---------------------------------------------------------------------
+def _remember_roots(manifest: Manifest, roots: Sequence[str]) -> None:
+    """Keep where the sources live, so `ragloupe index` without PATHS finds them again."""
+    manifest.roots = sorted(r for r in set(manifest.roots) | set(roots)
+                            if Path(r).is_dir() or (Path(r).is_file() and is_source(Path(r))))
+
+
 def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: bool = False,
               progress: ProgressCallback | None = None) -> IndexSummary:
     """Bring the index in line with the sources under ``paths`` (see module docstring).
@@ -226,9 +232,7 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
         mark = time.perf_counter()
         the_plan = plan(paths, settings, manifest, progress)
         timings["hash"] += time.perf_counter() - mark
-        # Remember where sources live, so `ragloupe index` without PATHS finds them again.
-        manifest.roots = sorted(r for r in set(manifest.roots) | set(the_plan.roots)
-                                if Path(r).is_dir() or (Path(r).is_file() and is_source(Path(r))))
+        _remember_roots(manifest, the_plan.roots)
         for doc_id in the_plan.deleted:
             summary.chunks_removed += _remove_document(manifest, store, doc_id)
             summary.deleted.append(doc_id)
