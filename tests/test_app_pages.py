@@ -17,17 +17,17 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_pages import PAGES, TIMEOUT, assert_clean, run_page
+
 from ragloupe.config import PROJECT_ROOT, Settings
 from ragloupe.ingest.uploads import sanitise_filename, save_upload
 from ragloupe.ui.navigation import PAGES as NAVIGATION
 from ragloupe.ui.navigation import page_file
 from ragloupe.ui.text import highlight_html, md_escape, query_terms
 
-PAGES = PROJECT_ROOT / "pages"
 ENTRY = PROJECT_ROOT / "app" / "streamlit_app.py"
 BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
 GRAMPIAN_GOLD = PROJECT_ROOT / "data/benchmarks/grampian/eval/Grampian-2021-2022.eval.json"
-TIMEOUT = 300
 
 # A record whose text is markup of every kind a PDF or CSV could smuggle in.
 HOSTILE_TEXT = ("Valve inspection notes <script>alert('owned')</script> "
@@ -48,16 +48,8 @@ RECORDS_CSV = (
 
 # ---------------------------------------------------------------------------- helpers
 
-def run_page(name: str) -> AppTest:
-    app = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=TIMEOUT)
-    app.run()
-    assert_clean(app)
-    return app
 
 
-def assert_clean(app: AppTest) -> None:
-    """No exception escaped to the page (a traceback would be shown to the user)."""
-    assert not app.exception, [e.value for e in app.exception]
 
 
 def button(app: AppTest, label: str):

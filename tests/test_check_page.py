@@ -8,22 +8,17 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_pages import run_page
+
 from check_fixtures import ACCOUNTS, ANSWER, NOTES, claim_checker
 from llm_server import FakeLlmServer
-from ragloupe.config import PROJECT_ROOT, Settings
+from ragloupe.config import Settings
 from ragloupe.generate.check import Source, check
 from ragloupe.index.store import open_store
 from ragloupe.ui.check_panel import parse_pages, pasted_sources, picked_sources
 
-PAGES = PROJECT_ROOT / "pages"
-TIMEOUT = 300
 
 
-def run_page(name: str) -> AppTest:
-    app = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=TIMEOUT)
-    app.run()
-    assert not app.exception, [e.value for e in app.exception]
-    return app
 
 
 def metric(app: AppTest, label: str) -> str:

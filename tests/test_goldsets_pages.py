@@ -6,19 +6,13 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from app_pages import run_page
+
 from llm_server import FakeLlmServer
-from ragloupe.config import PROJECT_ROOT
 from test_drafting import _scripted_model
 
-PAGES = PROJECT_ROOT / "pages"
-TIMEOUT = 300
 
 
-def _page(name: str) -> AppTest:
-    app = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=TIMEOUT)
-    app.run()
-    assert not app.exception, [e.value for e in app.exception]
-    return app
 
 
 def _button(app: AppTest, label: str):
@@ -30,7 +24,7 @@ def test_evaluation_drafts_with_the_configured_llm_and_lists_what_it_did_not_off
         monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "openai")
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("RAGLOUPE_OPENAI_MODEL", "fake-model")
-        app = _page("evaluation")
+        app = run_page("evaluation")
         app.text_input(key="goldsets.draft_name").input("drafted")
         app.number_input(key="goldsets.draft_n").set_value(8)
         _button(app, "Draft with openai:fake-model").click()
@@ -45,7 +39,7 @@ def test_evaluation_drafts_with_the_configured_llm_and_lists_what_it_did_not_off
 
 def test_evaluation_without_an_llm_says_what_to_configure(demo_env, monkeypatch):
     monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "none")
-    app = _page("evaluation")
+    app = run_page("evaluation")
     assert any(i.value.replace("\\", "").startswith("drafting questions needs an LLM: no LLM is configured")
                for i in app.info)
 
@@ -62,7 +56,7 @@ def test_embeddings_map_colours_a_runs_gold_units_by_outcome(demo_env, monkeypat
     run = evaluate([gold], mode="bm25", ks=[1, 3], settings=demo_env)
     outcomes = {"hit at 1" if q["first_relevant_rank"] == 1 else "in the top k"
                 if (q["first_relevant_rank"] or 99) <= 5 else "missed" for q in run.data["queries"]}
-    app = _page("embeddings")
+    app = run_page("embeddings")
     app.radio(key="embeddings.colour").set_value("run outcome")
     app.run()
     assert not app.exception, [e.value for e in app.exception]
