@@ -1,6 +1,6 @@
 """The embedded Gemma 3 270M really generates on CPU.
 
-The first run converts the GGUF (~1 min) into the models directory from the
+The first run converts the GGUF (~30 s) into the models directory from the
 settings (data/models/, git-ignored; RAGLOUPE_MODELS_DIR moves it), so a
 machine, and CI, pays the conversion once; later runs load the cached
 weights. Deselect locally with ``-m 'not embedded_llm'``.
