@@ -50,6 +50,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -159,12 +160,26 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 
 
 def _build_demo_index(demo_settings: Settings) -> None:
-    from ragloupe.index.pipeline import run_index
+    """The demo corpus indexed as `ragloupe index` does, its chunk vectors taken from the
+    ones shipped in tests/data (demo_vectors.py says why); texts not there are encoded."""
+    from demo_vectors import SHIPPED, ShippedVectors
+    from ragloupe.index import pipeline
 
     shutil.rmtree(demo_settings.path("index_dir"), ignore_errors=True)
-    summary = run_index(list(DEMO_SOURCES), demo_settings)
+    embedder = ShippedVectors(pipeline.get_embedder(demo_settings))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "get_embedder", lambda settings: embedder)
+        summary = pipeline.run_index(list(DEMO_SOURCES), demo_settings)
     if summary.errors:
         raise RuntimeError(f"demo corpus did not index cleanly: {summary.errors}")
+    if embedder.encoded:
+        warnings.warn(f"{embedder.encoded} of {embedder.looked_up} demo chunk texts are not in "
+                      f"{SHIPPED.name} and were encoded by the model: refresh it with "
+                      "`.venv/bin/python tests/demo_vectors.py`", DemoVectorsStale)
+
+
+class DemoVectorsStale(UserWarning):
+    """The shipped demo vectors no longer cover the demo index's chunks (the suite is slower)."""
 
 
 def _demo_key(demo_settings: Settings, backend: str | None = None) -> str:
