@@ -310,7 +310,7 @@ def _cut_tables(document, raw: RawPage, seconds: float) -> RawPage:
         raise
     except tables.TableTimeout:
         return replace(kept, table_note=f"tables not read: table detection ran past its {seconds:.2g} s "
-                                        "share of the file's time limit")
+                                        "share of the file's time limit (CPU time)")
     except Exception as exc:
         return replace(kept, table_note=f"tables not read: table detection failed ({plain_reason(exc)})")
     if not found.tables:

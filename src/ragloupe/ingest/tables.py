@@ -99,15 +99,22 @@ class PageTables:
     prose: str  # the page's text outside the tables
 
 
-class TableTimeout(Exception):
-    """Table detection on one page ran past its time."""
+class TableTimeout(BaseException):
+    """Table detection on one page ran past its time.
+
+    A BaseException, like KeyboardInterrupt: the signal lands anywhere inside pdfminer,
+    whose ``except Exception`` clauses would otherwise turn it into a parse error."""
 
 
 def extract_within(page, seconds: float) -> PageTables:
-    """``extract_tables`` stopped after ``seconds`` of wall time (TableTimeout).
+    """``extract_tables`` stopped after ``seconds`` of CPU time (TableTimeout).
 
-    pdfplumber is pure Python, so a SIGALRM raised into it stops it between bytecodes. Only
-    the main thread can take a signal (the extraction child's is); elsewhere no limit is set.
+    CPU time, not wall time: on a machine another job keeps busy, a page's detection waits
+    for the core as long again, and a wall-clock budget then dropped the tables of pages
+    an idle machine reads (20 chunks of the demo index differed so at load 8). A page that
+    never ends still burns CPU, so the limit still stops it. pdfplumber is pure Python, so
+    a SIGPROF raised into it stops it between bytecodes. Only the main thread can take a
+    signal (the extraction child's is); elsewhere no limit is set.
     """
     import signal
     import threading
@@ -118,13 +125,13 @@ def extract_within(page, seconds: float) -> PageTables:
     def stop(signum, frame):
         raise TableTimeout()
 
-    previous = signal.signal(signal.SIGALRM, stop)
+    previous = signal.signal(signal.SIGPROF, stop)
     try:
-        signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-6))
+        signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-6))
         return extract_tables(page)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def extract_tables(page) -> PageTables:
