@@ -129,9 +129,9 @@ def test_a_device_torch_cannot_use_is_a_named_error():
 
 
 def test_bundled_model_loads_on_the_device_asked_for():
-    embedder = get_embedder(Settings.from_env(device="cpu"))
+    embedder = get_embedder(Settings.from_env(device="cpu", embedding_backend="torch"))
     assert embedder.model.device.type == "cpu"
-    auto = get_embedder(Settings.from_env(device="auto"))
+    auto = get_embedder(Settings.from_env(device="auto", embedding_backend="torch"))
     assert auto.model.device.type == resolve_device("auto")
 
 

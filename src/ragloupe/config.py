@@ -70,6 +70,10 @@ class Settings:
     # --- embedding model ---
     embedding_model: str = BUNDLED_MODEL
     embed_batch_size: int = 32
+    # Threads one process encodes with (onnxruntime's intra-op threads; torch's on the CPU).
+    # 0: the cores this process may use, shared out under `ragloupe serve --workers N`
+    # (share_cores_between_workers), so N workers do not run N threads per core.
+    embed_threads: int = 0
     # torch | onnx | onnx-int8: how texts are encoded (index/onnx_encoder.py; the ONNX export is
     # made once from the model on disk and cached under models_dir/onnx; onnx gives torch's
     # vectors faster, and torch stands in when the export fails). ollama | openai: by a
@@ -288,6 +292,10 @@ class Settings:
             out[f.name] = str(value) if isinstance(value, Path) else value
         return out
 
+    def encoder_threads(self) -> int:
+        """The threads one encoder runs: embed_threads, or with 0 every core this process may use."""
+        return self.embed_threads or usable_cores()
+
     def index_fingerprint(self) -> str:
         """Hash of the settings that shape what the index holds.
 
@@ -374,6 +382,21 @@ def select_collection(name: str) -> None:
     (`ragloupe --collection NAME`); a bad name is SettingsInvalid, one line."""
     Settings(collection=name)
     os.environ[_env_name("collection")] = name
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def share_cores_between_workers(settings: Settings, workers: int) -> None:
+    """For `ragloupe serve --workers N`: unless RAGLOUPE_EMBED_THREADS is set, each worker process
+    (they read the environment this process leaves them) encodes with cores/N threads, at least one."""
+    if workers > 1 and not settings.embed_threads:
+        os.environ[_env_name("embed_threads")] = str(max(1, usable_cores() // workers))
 
 
 def bootstrap_environment() -> None:

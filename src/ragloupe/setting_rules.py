@@ -65,7 +65,7 @@ class Bound(NamedTuple):
 
 _AT_LEAST_1, _AT_LEAST_0, _SHARE, _POSITIVE = Bound(1), Bound(0), Bound(0, 1), Bound(0, above=True)
 BOUNDS: dict[str, Bound] = {
-    "embed_batch_size": _AT_LEAST_1, "embedding_timeout_s": _POSITIVE,
+    "embed_batch_size": _AT_LEAST_1, "embed_threads": Bound(0, 256), "embedding_timeout_s": _POSITIVE,
     "boilerplate_min_share": _SHARE, "boilerplate_min_pages": _AT_LEAST_0,
     "quality_max_nonalpha": _SHARE, "quality_min_chars": _AT_LEAST_0, "quality_reject_garbage": _SHARE,
     "boilerplate_edge_lines": _AT_LEAST_0, "boilerplate_min_run": _AT_LEAST_0,

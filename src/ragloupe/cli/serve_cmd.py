@@ -47,7 +47,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
 
     from ragloupe.api.app import create_app
     from ragloupe.api.security import check_bind
-    from ragloupe.config import get_settings
+    from ragloupe.config import get_settings, share_cores_between_workers
 
     settings = get_settings()
     host = args.host or settings.api_host
@@ -57,7 +57,8 @@ def handle(args: argparse.Namespace) -> CommandResult:
     if args.workers == 1:
         uvicorn.run(create_app(settings, warm=True), host=host, port=port, log_level=args.log_level,
                     access_log=False)
-    else:  # each worker process builds its own app from the same environment
+    else:  # each worker process builds its own app from the same environment, with cores/N threads
+        share_cores_between_workers(settings, args.workers)
         uvicorn.run("ragloupe.api.app:serve_app", factory=True, workers=args.workers, host=host, port=port,
                     log_level=args.log_level, access_log=False)
     return CommandResult({"stopped": True}, "ragloupe API stopped")

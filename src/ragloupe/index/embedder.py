@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from dataclasses import dataclass
+from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -45,25 +46,37 @@ _LOG = logging.getLogger(__name__)
 
 @dataclass
 class Embedder:
-    """A loaded sentence-transformers model and the facts chunking needs about it."""
+    """A loaded model (or its ONNX export) and the facts chunking needs about it.
 
-    model: Any  # sentence_transformers.SentenceTransformer
+    ``model`` is None when the ONNX export was opened from the model directory's files
+    alone (onnx_encoder.open_saved): the tokenizer chunking counts with is then loaded
+    from the same directory when first asked for, the way sentence-transformers loads it.
+    """
+
+    model: Any  # sentence_transformers.SentenceTransformer, or None (ONNX opened from its files)
     model_name: str  # the setting as given (BUNDLED_MODEL or a name/path)
     batch_size: int = 32
     backend: str = "torch"  # what encodes: one of BACKENDS (torch when the onnx export failed)
     onnx: Any = None  # onnx_encoder.OnnxEncoder when the backend is onnx or onnx-int8
     remote: Any = None  # remote_embedder.RemoteEncoder when the backend is ollama or openai
     notice: str | None = None  # why torch encodes although the settings asked for onnx
+    _tokenizer: Any = field(default=None, repr=False, compare=False)
 
     @property
     def tokenizer(self):
         """The model's own (fast) tokenizer; chunking counts tokens with it."""
-        return self.model.tokenizer
+        if self.model is not None:
+            return self.model.tokenizer
+        if self._tokenizer is None:
+            self._tokenizer = _file_tokenizer(resolve_model_path(self.model_name), self.max_seq_length)
+        return self._tokenizer
 
     @property
     def dimension(self) -> int:
         if self.remote is not None:
             return self.remote.dimension()
+        if self.model is None:
+            return int(self.onnx.dimension)
         # sentence-transformers 5 renamed the method (the old name warns); 3 and 4 have only the old one.
         named = getattr(self.model, "get_embedding_dimension", None) or \
             self.model.get_sentence_embedding_dimension
@@ -74,6 +87,8 @@ class Embedder:
         """Tokens the model reads per text, special tokens included; the rest is cut off."""
         if self.remote is not None:
             return remote_embedder.MAX_TOKENS
+        if self.model is None:
+            return int(self.onnx.max_seq_length)
         return int(self.model.max_seq_length)
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
@@ -101,30 +116,58 @@ def resolve_model_path(model_name: str) -> str:
 
 def get_embedder(settings: Settings) -> Embedder:
     """The embedder for settings.embedding_model, embedding_backend and device, loaded once
-    per process (a server backend: its encoder is made afresh, the tokenizer's model is cached)."""
+    per process (a server backend: its encoder is made afresh, the tokenizer's model is cached).
+
+    An ONNX backend whose export is cached opens it from the model directory's files
+    without loading the model (onnx_encoder.open_saved); else the model is loaded and
+    exported (onnx_encoder.load)."""
     if settings.embedding_backend in remote_embedder.BACKENDS:
         return _remote(settings)
     name, backend = settings.embedding_model, settings.embedding_backend
-    device = resolve_device(settings.device)
-    # An export lives under models_dir: another models_dir is another export (or failure).
-    key = (name, backend, device)
-    if backend != "torch":
-        key += (str(settings.path("models_dir")),)
+    threads = settings.encoder_threads()
+    if backend == "torch":
+        device = resolve_device(settings.device)
+        with _LOCK:
+            return _torch(name, device, settings.embed_batch_size, threads)
+    # The ONNX backends run on the CPU whatever the device; an export lives under models_dir,
+    # so another models_dir is another export (or failure).
+    key = (name, backend, str(settings.path("models_dir")), threads)
     with _LOCK:
         cached = _CACHE.get(key)
         if cached is None:
-            base = _CACHE.get((name, "torch", device))
-            if base is None:  # the ONNX backends reuse the loaded model: tokenizer, pooling, export
-                base = _CACHE[(name, "torch", device)] = _loaded(name, device, settings.embed_batch_size)
-            cached = _CACHE[key] = base if backend == "torch" else _with_onnx(base, backend, settings)
+            cached = _CACHE[key] = _opened(name, backend, settings, threads) or \
+                _with_onnx(_torch(name, resolve_device(settings.device), settings.embed_batch_size, threads),
+                           backend, settings)
     return cached
+
+
+def _torch(name: str, device: str, batch_size: int, threads: int) -> Embedder:
+    """The model itself, loaded once per name and device (the caller holds _LOCK)."""
+    cached = _CACHE.get((name, "torch", device))
+    if cached is None:
+        cached = _CACHE[(name, "torch", device)] = _loaded(name, device, batch_size, threads)
+    return cached
+
+
+def _opened(name: str, backend: str, settings: Settings, threads: int) -> Embedder | None:
+    """The ONNX embedder from its cached export and the model's files, or None (load it then)."""
+    model_path = resolve_model_path(name)
+    if not Path(model_path).is_dir():
+        return None
+    try:
+        onnx = onnx_encoder.open_saved(model_path, backend, settings.path("models_dir"), threads)
+    except OnnxUnavailable:
+        return None
+    if onnx is None:
+        return None
+    return Embedder(model=None, model_name=name, batch_size=settings.embed_batch_size, backend=backend, onnx=onnx)
 
 
 def _with_onnx(torch_embedder: Embedder, backend: str, settings: Settings) -> Embedder:
     """The ONNX embedder over a loaded model; for ``onnx``, torch itself when the export fails."""
     try:
         onnx = onnx_encoder.load(torch_embedder.model, resolve_model_path(torch_embedder.model_name),
-                                 backend, settings.path("models_dir"))
+                                 backend, settings.path("models_dir"), settings.encoder_threads())
     except OnnxUnavailable as exc:
         if backend != "onnx":  # onnx-int8's vectors are not torch's: no silent stand-in
             raise
@@ -134,6 +177,14 @@ def _with_onnx(torch_embedder: Embedder, backend: str, settings: Settings) -> Em
                         batch_size=torch_embedder.batch_size, notice=notice)
     return Embedder(model=torch_embedder.model, model_name=torch_embedder.model_name,
                     batch_size=torch_embedder.batch_size, backend=backend, onnx=onnx)
+
+
+def _file_tokenizer(model_path: str, max_seq_length: int):
+    """The model's fast tokenizer from its directory, as sentence-transformers loads it."""
+    bootstrap_environment()
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_path, model_max_length=max_seq_length)
 
 
 def _notice_once(notice: str) -> None:
@@ -150,18 +201,21 @@ def _remote(settings: Settings) -> Embedder:
     encoder = remote_embedder.encoder_for(settings)
     device = resolve_device(settings.device)
     with _LOCK:
-        local = _CACHE.get((BUNDLED_MODEL, "torch", device))
-        if local is None:
-            local = _CACHE[(BUNDLED_MODEL, "torch", device)] = _loaded(
-                BUNDLED_MODEL, device, settings.embed_batch_size)
+        local = _torch(BUNDLED_MODEL, device, settings.embed_batch_size, settings.encoder_threads())
     return Embedder(model=local.model, model_name=settings.embedding_model,
                     batch_size=settings.embed_batch_size, backend=settings.embedding_backend,
                     remote=encoder)
 
 
-def _loaded(model_name: str, device: str, batch_size: int) -> Embedder:
+def _loaded(model_name: str, device: str, batch_size: int, threads: int) -> Embedder:
     bootstrap_environment()
+    import torch
     from sentence_transformers import SentenceTransformer
+
+    if threads > 0 and device == "cpu":
+        # torch's default, a thread per core, beside another busy process took ~490 ms per
+        # question against 18-30 ms at one (NOTES.md, "scale -> onnx").
+        torch.set_num_threads(threads)
 
     try:
         model = SentenceTransformer(resolve_model_path(model_name), device=device)

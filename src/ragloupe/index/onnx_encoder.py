@@ -18,6 +18,12 @@ into place, so two processes exporting at once, or an export killed half-way,
 never leave a file that looks complete. Tokenisation, pooling (mean or CLS,
 as the model's own Pooling module says) and L2 normalisation are done here
 the way sentence-transformers does them.
+
+Two ways in: ``open_saved`` when the export is already cached and the model
+directory's files say plainly how it tokenises and pools (model_files.py):
+nothing of torch, transformers or sentence-transformers is imported; ``load``
+over the loaded sentence-transformers model otherwise, exporting on first use.
+Both give the same vectors (tests/test_onnx_light.py).
 """
 
 from __future__ import annotations
@@ -29,11 +35,12 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ragloupe.errors import OnnxUnavailable
+from ragloupe.index import model_files
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 _FORMAT = "1"  # bump when the export changes, so old caches are not reused
@@ -45,10 +52,11 @@ class OnnxEncoder:
     """An onnxruntime session over the exported transformer, with the model's tokenizer and pooling."""
 
     session: Any  # onnxruntime.InferenceSession
-    tokenizer: Any  # the sentence-transformers model's fast tokenizer
+    features: Callable[[list[str]], Any]  # texts -> input_ids, attention_mask (, token_type_ids)
     max_seq_length: int
     pooling: str  # "mean" | "cls"
     path: Path
+    dimension: int = 0  # the vector's size (0: not read from the model's files)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """L2-normalised float32 embeddings, one row per text."""
@@ -58,8 +66,7 @@ class OnnxEncoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
             batch = [texts[i] for i in order[start:start + batch_size]]
-            encoded = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_seq_length,
-                                     return_tensors="np")
+            encoded = self.features(batch)
             feed = {name: np.asarray(encoded[name], dtype=np.int64) for name in _INPUTS
                     if name in wanted and name in encoded}
             if "token_type_ids" in wanted and "token_type_ids" not in feed:
@@ -121,18 +128,13 @@ def cache_dir(models_dir: Path, model_path: str) -> Path:
     return models_dir / "onnx" / f"{slug}-{digest.hexdigest()[:12]}"
 
 
-def load(model: Any, model_path: str, backend: str, models_dir: Path) -> OnnxEncoder:
-    """The ONNX encoder for a loaded sentence-transformers model, exporting it on first use."""
-    if backend not in BACKENDS[1:]:
-        raise OnnxUnavailable(f"RAGLOUPE_EMBEDDING_BACKEND={backend!r} is not one of {', '.join(BACKENDS)}")
-    if not Path(model_path).is_dir():
-        raise OnnxUnavailable(f"the ONNX backend needs the model as a local directory, got {model_path!r}; "
-                              "give RAGLOUPE_EMBEDDING_MODEL a path, or set RAGLOUPE_EMBEDDING_BACKEND=torch")
-    target = cache_dir(models_dir, model_path)
+def load(model: Any, model_path: str, backend: str, models_dir: Path, threads: int = 0) -> OnnxEncoder:
+    """The ONNX encoder for a loaded sentence-transformers model, exporting it on first use.
+
+    ``threads``: onnxruntime's intra-op threads (0: its default, one per core)."""
+    target = _checked_target(model_path, backend, models_dir)
     float_path, int8_path = target / "model.onnx", target / "model-int8.onnx"
     try:
-        import onnxruntime as ort
-
         if not float_path.is_file():
             _export(model, float_path)
         path = float_path
@@ -140,20 +142,60 @@ def load(model: Any, model_path: str, backend: str, models_dir: Path) -> OnnxEnc
             if not int8_path.is_file():
                 _quantise(float_path, int8_path)
             path = int8_path
-        options = ort.SessionOptions()
-        options.log_severity_level = 3  # warnings about unused initialisers are noise here
-        # Idle threads sleep instead of spinning: beside another busy process (a second server
-        # worker, the app) spinning burnt CPU for nothing (120 pages: 16.8 against 18.2 CPU s).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except OnnxUnavailable:
-        raise
+        session = open_session(path, threads)
     except Exception as exc:  # the exporter and onnxruntime raise their own types; all mean "cannot"
         raise OnnxUnavailable(f"the {backend} embedding backend could not be prepared "
                               f"({type(exc).__name__}: {_first_line(exc)}); delete {target} to export "
                               "again, or set RAGLOUPE_EMBEDDING_BACKEND=torch") from exc
-    return OnnxEncoder(session=session, tokenizer=model.tokenizer, max_seq_length=int(model.max_seq_length),
-                       pooling=pooling_mode(model), path=path)
+    tokenizer, length = model.tokenizer, int(model.max_seq_length)
+
+    def features(texts: list[str]):
+        return tokenizer(texts, padding=True, truncation=True, max_length=length, return_tensors="np")
+
+    return OnnxEncoder(session=session, features=features, max_seq_length=length, pooling=pooling_mode(model),
+                       path=path)
+
+
+def open_saved(model_path: str, backend: str, models_dir: Path, threads: int = 0) -> OnnxEncoder | None:
+    """The encoder over an export already cached, from the model directory's files alone (no torch,
+    transformers or sentence-transformers); None when there is no export yet, the files do not say
+    plainly how the model tokenises and pools, or the session cannot be opened (``load`` then)."""
+    target = _checked_target(model_path, backend, models_dir)
+    path = target / ("model-int8.onnx" if backend == "onnx-int8" else "model.onnx")
+    files = model_files.read(model_path)
+    if files is None or not path.is_file():
+        return None
+    try:
+        session = open_session(path, threads)
+        features = model_files.QueryTokenizer(files)
+    except Exception:  # noqa: BLE001  onnxruntime's and tokenizers' own errors: load() says why
+        return None
+    return OnnxEncoder(session=session, features=features, max_seq_length=files.max_seq_length,
+                       pooling=files.pooling, path=path, dimension=files.dimension)
+
+
+def _checked_target(model_path: str, backend: str, models_dir: Path) -> Path:
+    """Where the export of ``model_path`` lives, after checking the backend and the path."""
+    if backend not in BACKENDS[1:]:
+        raise OnnxUnavailable(f"RAGLOUPE_EMBEDDING_BACKEND={backend!r} is not one of {', '.join(BACKENDS)}")
+    if not Path(model_path).is_dir():
+        raise OnnxUnavailable(f"the ONNX backend needs the model as a local directory, got {model_path!r}; "
+                              "give RAGLOUPE_EMBEDDING_MODEL a path, or set RAGLOUPE_EMBEDDING_BACKEND=torch")
+    return cache_dir(models_dir, model_path)
+
+
+def open_session(path: Path, threads: int = 0):
+    """An onnxruntime CPU session over the export at ``path`` (``threads``: intra-op, 0 its default)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # warnings about unused initialisers are noise here
+    # Idle threads sleep instead of spinning: beside another busy process (a second server
+    # worker, the app) spinning burnt CPU for nothing (120 pages: 16.8 against 18.2 CPU s).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads > 0:
+        options.intra_op_num_threads = threads
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def _first_line(exc: Exception, limit: int = 200) -> str:
