@@ -6,7 +6,9 @@ whole-unit indexes, the documents' periods, learned fusion's corpus views,
 the learned model read from its file, and the vectors of recent questions.
 Each is kept in a ``ContentCache`` keyed by ``content_key`` (where the store
 is and its content fingerprint), so a re-index gives new keys and nothing
-stale is served. Nothing lives in module globals: two workspaces share
+stale is served. The BM25, the views, the periods and the unit indexes are
+loaded from the copies the indexer saved beside the store (index.lexical_saved,
+index.derived_saved) when they match its content, else built and saved. Nothing lives in module globals: two workspaces share
 nothing, and a test that builds its own gets fresh state.
 
 Faces build one at their edge (``cli``: per command; ``api/resources.py``:
@@ -107,34 +109,54 @@ class Workspace:
             s, key[-1], lambda: self.chunks(key), k1, b, backend))
 
     def unit_index(self, view: str, k1: float, b: float, backend: str):
-        """The whole-unit index of the store's records (and pages, under view "all"), once per content."""
+        """The whole-unit index of the store's records (and pages, under view "all"), once per content.
+
+        Loaded from the copy saved at index time or by an earlier process (index.derived_saved),
+        else built from the chunks and their stored embeddings and saved."""
+        from ragloupe.index import derived_saved
         from ragloupe.retrieve import units
 
         key = self.content_key()
+        params = (view, float(k1), float(b), backend)
 
         def build():
             chunks = self.chunks(key)
             if view == "records":
                 chunks = [c for c in chunks if c.record_id]
             embeddings = self.store.get_embeddings([c.chunk_id for c in chunks]) if chunks else np.zeros((0, 0))
-            return units.build_unit_index(chunks, embeddings, k1=k1, b=b, backend=backend)
+            return units.build_unit_index(chunks, embeddings, k1=float(k1), b=float(b), backend=backend)
 
-        return self._units.get(key + (view, float(k1), float(b), backend), build)
+        return self._units.get(key + params, lambda: derived_saved.load_or_build(
+            self.settings, "units", key[-1], params, build))
 
     def periods(self, fy_start_month: int | None = None) -> dict:
-        """doc_id -> DocumentPeriod for every document in the store, once per content and month."""
+        """doc_id -> DocumentPeriod for every document in the store, once per content and month
+        (loaded from the saved copy when there is one, as unit_index)."""
+        from ragloupe.index import derived_saved
         from ragloupe.retrieve.doc_periods import periods_of
 
         month = int(self.settings.fiscal_year_start_month if fy_start_month is None else fy_start_month)
         key = self.content_key()
-        return self._periods.get(key + (month,), lambda: periods_of(self.chunks(key), month))
+        return self._periods.get(key + (month,), lambda: derived_saved.load_or_build(
+            self.settings, "periods", key[-1], (month,), lambda: periods_of(self.chunks(key), month)))
 
     def corpus_views(self, index):
-        """Learned fusion's page-, section- and chunk-level views of a chunk BM25 from lexical()."""
+        """Learned fusion's page-, section- and chunk-level views of a chunk BM25 from lexical().
+
+        Loaded from the copy saved for this content and BM25 parameters (as unit_index) when it
+        was built over the same chunks as ``index``; else built and saved."""
+        from ragloupe.index import derived_saved
         from ragloupe.retrieve import features
 
+        def load_or_build():
+            params = (float(index.k1), float(index.b), index.backend)
+            ids = [c.chunk_id for c in index.chunks]
+            return derived_saved.load_or_build(
+                self.settings, "views", self.content_key()[-1], params, lambda: features.build_views(index),
+                fits=lambda views: len(views.chunk_terms) == len(ids) and all(i in views.chunk_terms for i in ids))
+
         source, views = self._views.get((id(index), index.k1, index.b, index.backend, len(index)),
-                                        lambda: (index, features.build_views(index)))
+                                        lambda: (index, load_or_build()))
         # The index itself is kept with its views, so its id cannot be another's while held.
         return views if source is index else features.build_views(index)
 

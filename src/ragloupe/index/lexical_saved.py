@@ -16,7 +16,7 @@ of every ``ragloupe index`` run (pipeline.run_index) and by the first search
 that had to build one. A missing, partial or mismatched saved index reads as
 None and is rebuilt by the caller: never an error.
 
-The chunks themselves are not saved: they come from the store (corpus.all_chunks,
+The chunks themselves are not saved: they come from the store (Workspace.chunks,
 one read shared with the other caches), and their ids must equal the saved ones.
 """
 

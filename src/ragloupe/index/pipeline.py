@@ -264,9 +264,10 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
 
 
 def _save_lexical(store: Store, settings: Settings, timings: Counter[str]) -> None:
-    """Save the chunk BM25 of what the store now holds, so a server starts without building it;
-    a failure to write only means the first search builds it (lexical_saved)."""
-    from ragloupe.index import lexical_saved
+    """Save the chunk BM25 of what the store now holds, and what searches build from it, so a server
+    starts without building them; a failure to write only means the first search builds them
+    (lexical_saved, derived_saved)."""
+    from ragloupe.index import derived_saved, lexical_saved
 
     mark = time.perf_counter()
     try:
@@ -274,6 +275,9 @@ def _save_lexical(store: Store, settings: Settings, timings: Counter[str]) -> No
     except OSError:
         pass
     timings["bm25"] += time.perf_counter() - mark
+    mark = time.perf_counter()
+    derived_saved.refresh(store, settings)
+    timings["derived"] += time.perf_counter() - mark
 
 
 def _rebuild_paths(paths: Sequence[str | Path] | None, manifest: Manifest,

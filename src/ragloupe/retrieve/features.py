@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -120,6 +120,10 @@ class CorpusViews:
     named_periods: dict[int, dict[str, frozenset]] = field(default_factory=dict, compare=False)
     # the feature rows of recent (question, candidates): a tuning sweep replays each many times
     rows: ContentCache = field(default_factory=lambda: ContentCache(size=ROWS_KEPT), compare=False)
+
+    def __reduce__(self):
+        """Pickled (index.derived_saved) without what fills per process: the named periods, the feature rows."""
+        return (CorpusViews, tuple(getattr(self, f.name) for f in fields(self) if f.compare))
 
     def periods_in(self, chunk: Chunk, fy_start_month: int) -> frozenset:
         """The fiscal periods the chunk's text names (query_analysis.periods_named_in), read once per chunk."""

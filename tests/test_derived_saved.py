@@ -1,0 +1,90 @@
+"""Learned fusion's corpus views, the documents' periods and the unit index saved beside the saved BM25
+(index.derived_saved) and loaded by a fresh workspace: the rankings of a build, nothing rebuilt."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ragloupe.index import derived_saved
+from ragloupe.index.store import open_store
+from ragloupe.retrieve import doc_periods, features, units
+from ragloupe.retrieve.search import search
+from ragloupe.workspace import Workspace
+
+QUESTIONS = ("What was the total capital expenditure in 2020/21?", "number of staff in the year",
+             "How should operators prepare storage tanks for a flood?", "COVID-19 vaccination costs")
+
+
+def _hits(settings, workspace: Workspace, question: str) -> list[tuple]:
+    ranking = search(question, settings=settings, k=10, workspace=workspace)
+    return [(h.chunk.chunk_id, h.score) for h in ranking.hits]
+
+
+def _saved(settings) -> list[str]:
+    root = settings.path("index_dir") / derived_saved.SUBDIR
+    return sorted(p.name.split("-", 1)[0] for p in root.iterdir()) if root.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def saved_copy(demo_index, tmp_path_factory):
+    """A copy of the demo index, with its derived files written by the indexer's refresh; the unit view on."""
+    root = tmp_path_factory.mktemp("derived")
+    shutil.copytree(demo_index.path("index_dir"), root / "index")
+    settings = demo_index.replace(index_dir=root / "index", unit_view="all")
+    shutil.rmtree(settings.path("index_dir") / derived_saved.SUBDIR, ignore_errors=True)
+    derived_saved.refresh(open_store(settings), settings)
+    return settings
+
+
+def test_indexer_saves_views_periods_and_units(saved_copy):
+    assert _saved(saved_copy) == ["periods", "units", "views"]
+
+
+def test_fresh_workspace_loads_them_and_ranks_as_a_build(saved_copy, embedder, monkeypatch):
+    store = open_store(saved_copy)
+    built = Workspace(saved_copy.replace(index_dir=saved_copy.path("index_dir").parent / "nowhere"),
+                      store=store, embedder=embedder)  # its saved copies would live elsewhere: it builds
+    expected = {q: _hits(saved_copy, built, q) for q in QUESTIONS}
+    for module, name in ((features, "build_views"), (doc_periods, "periods_of"), (units, "build_unit_index")):
+        monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("built instead of loaded"))
+    loaded = Workspace(saved_copy, store=store, embedder=embedder)
+
+    for question in QUESTIONS:
+        assert _hits(saved_copy, loaded, question) == expected[question]
+        assert expected[question]
+    assert loaded.periods() == built.periods()
+
+
+def test_a_damaged_saved_file_is_rebuilt_and_saved_again(saved_copy, embedder, tmp_path):
+    settings = saved_copy.replace(index_dir=tmp_path / "index")
+    shutil.copytree(saved_copy.path("index_dir"), settings.path("index_dir"))
+    store = open_store(settings)
+    path = derived_saved.saved_path(settings, "periods", store.fingerprint(),
+                                    (settings.fiscal_year_start_month,))
+    path.write_bytes(b"\x80\x05 not a whole pickle")
+
+    periods = Workspace(settings, store=store).periods()
+
+    assert periods and periods == Workspace(saved_copy, store=open_store(saved_copy)).periods()
+    assert derived_saved.load(settings, "periods", store.fingerprint(), (settings.fiscal_year_start_month,)) == periods
+
+
+def test_other_content_or_parameters_read_as_nothing(saved_copy):
+    fingerprint = open_store(saved_copy).fingerprint()
+    month = saved_copy.fiscal_year_start_month
+
+    assert derived_saved.load(saved_copy, "periods", fingerprint, (month,))
+    assert derived_saved.load(saved_copy, "periods", fingerprint + "-other", (month,)) is None
+    assert derived_saved.load(saved_copy, "periods", fingerprint, (month % 12 + 1,)) is None
+
+
+def test_refresh_after_new_content_drops_the_old_files(saved_copy, tmp_path):
+    settings = saved_copy.replace(index_dir=tmp_path / "index")
+    old = derived_saved.save(settings, "periods", "earlier-content", (4,), {})
+    kept = derived_saved.save(settings, "periods", "current-content", (4,), {})
+
+    derived_saved.prune(settings, "current-content")
+
+    assert not old.exists() and kept.exists()
