@@ -7,8 +7,8 @@ Each run starts `ragloupe serve` as its own process on a free loopback port (no 
 RAGLOUPE_LLM_BACKEND=none) and polls GET /api/v1/health every 50 ms with EvidenceRAG's UI
 timeout (4 s). The first search is sent the moment health first answers (as a user's
 client would), and timed: ``first_search_s``, the target being <= 1.5 s. Then polling goes on,
-recording each answer's time and the model state it reported, until the warm-up (the model,
-the saved BM25, then one search that builds the other caches) is done: ``ready_at_s``, the
+recording each answer's time and the model state it reported, until the warm-up (the model
+loading beside the saved BM25, corpus views and periods, then one search) is done: ``ready_at_s``, the
 time-to-ready since the process started; then a second search is timed. Writes benchmarks/results/api_start.json, with the machine's load average (the
 timings are only as quiet as the machine was).
 """

@@ -126,7 +126,10 @@ class Resources:
         try:
             if self.store().count() == 0:
                 return
-            self.workspace().lexical()  # the saved BM25, read while the model loads
+            workspace = self.workspace()
+            # What the indexer saved (the BM25, learned fusion's views, the periods), read while the model loads.
+            workspace.corpus_views(workspace.lexical())
+            workspace.periods()
             loader.join()  # the model, or its error from embedder() below
             # A question with words both engines find, so fusion (learned fusion's per-chunk
             # features included) builds its caches now; "warm up" alone left them to the first user.
