@@ -129,7 +129,7 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
     from ragloupe.index.store import open_store
     from ragloupe.retrieve import learned
     from ragloupe.retrieve.search import search
-    from ragloupe.workspace import workspace_for
+    from ragloupe.workspace import Workspace
 
     parts: dict = {"imports_s": time.perf_counter() - STARTED}
     # CPU seconds of this process per part: on a shared machine they move less than the wall time.
@@ -143,10 +143,10 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
         return value
 
     store = timed("open_store_s", lambda: open_store(settings))
-    timed("load_model_s", lambda: get_embedder(settings).encode(["warm"]))
-    embedder = get_embedder(settings)
-    workspace = workspace_for(settings, store, embedder)  # the one later searches with this store use
+    embedder = timed("load_model_s", lambda: _warm(get_embedder(settings)))
+    workspace = Workspace(settings, store=store, embedder=embedder)  # the one the timed searches use
     timed("read_all_chunks_s", workspace.chunks)
+    timed("chunk_table_s", workspace.chunk_table)
     timed("bm25_build_s", workspace.lexical)
     timed("document_periods_s", workspace.periods)
     timed("learned_model_s", lambda: workspace.learned_model(learned.model_path(settings)))
@@ -159,25 +159,30 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
     parts["restart_to_first_answer_s"] = sum(seconds)
     parts["after_imports_to_first_answer_s"] = sum(seconds) - parts["imports_s"]
     parts["cpu_s"] = {k: round(v, 2) for k, v in cpu.items()}
-    return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in parts.items()}, store, embedder
+    return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in parts.items()}, workspace
 
 
-def timed_searches(settings: Settings, store, embedder, questions: list[str]) -> dict:
+def _warm(embedder):
+    embedder.encode(["warm"])
+    return embedder
+
+
+def timed_searches(settings: Settings, workspace, questions: list[str]) -> dict:
     from ragloupe.retrieve.search import search
 
     for question in questions[-WARMUP:]:
-        search(question, settings=settings, store=store, embedder=embedder)
+        search(question, settings=settings, workspace=workspace)
     totals, without_embedding, stages, fused_by, cpu = [], [], {}, Counter(), []
     for question in questions[:-WARMUP]:
         start_cpu = time.process_time()
-        ranking = search(question, settings=settings, store=store, embedder=embedder)
+        ranking = search(question, settings=settings, workspace=workspace)
         cpu.append(time.process_time() - start_cpu)
         timings = ranking.timings
         fused_by[ranking.fusion.split(":")[0]] += 1
         totals.append(timings["total"])
         without_embedding.append(timings["total"] - timings.get("query_embedding", 0.0))
         for stage, seconds in timings.items():
-            if stage not in ("total", "setup"):
+            if stage != "total":  # setup: opening the store (done by now) and asking what it holds
                 stages.setdefault(stage, []).append(seconds)
     return {"mode": ranking.mode, "queries": len(totals), "fused_by": dict(fused_by), **summarise(totals),
             "without_query_embedding": summarise(without_embedding), "cpu": summarise(cpu),
@@ -188,10 +193,13 @@ def timed_searches(settings: Settings, store, embedder, questions: list[str]) ->
 def probe(index_dir: Path, host: str, port: int, queries: int) -> dict:
     settings = settings_for(index_dir, host, port)
     questions = gold_questions()[: queries + WARMUP]
-    parts, store, embedder = restart_parts(settings, questions[0])
-    searches = timed_searches(settings, store, embedder, questions[1:])
-    return {"chunks": store.count(), "code": code_version(), "restart": parts, "hybrid": searches,
-            "peak_rss_mb": peak_rss_mb(),
+    load_before = [round(x, 1) for x in os.getloadavg()]
+    parts, workspace = restart_parts(settings, questions[0])
+    searches = timed_searches(settings, workspace, questions[1:])
+    return {"chunks": workspace.store.count(), "code": code_version(), "restart": parts, "hybrid": searches,
+            "peak_rss_mb": peak_rss_mb(), "niceness": os.nice(0),
+            # The machine is shared: a load above its 2 CPUs inflates every wall-clock figure.
+            "load_average": {"before": load_before, "after": [round(x, 1) for x in os.getloadavg()]},
             "settings": {"mode": settings.mode, "fusion": settings.fusion,
                          "candidate_window": settings.candidate_window, "k": settings.top_k,
                          "query_analysis": settings.query_analysis, "period_filter": settings.period_filter,
@@ -200,7 +208,9 @@ def probe(index_dir: Path, host: str, port: int, queries: int) -> dict:
 
 
 def dense_filter(index_dir: Path, samples: int = 12) -> dict:
-    """Chroma's dense search with and without the period filter's ``doc_id $in [...]`` clause.
+    """Chroma's dense search with and without the period filter's ``doc_id $in [...]`` clause,
+    and as search() now runs it: ids and distances only, the filter passed as the scope's
+    chunk ids, the chunks looked up in the workspace's chunk table (engines.dense_search).
 
     The scope is the documents of the commonest period, as the period filter would pass it for
     a question naming that period; the queries are random unit vectors (the cost does not
@@ -212,7 +222,8 @@ def dense_filter(index_dir: Path, samples: int = 12) -> dict:
 
     settings = settings_for(index_dir)
     store = open_store(settings)
-    periods = Workspace(settings, store=store).periods()
+    workspace = Workspace(settings, store=store)
+    periods, table = workspace.periods(), workspace.chunk_table()
     labels = Counter(p.period.label for p in periods.values() if p.period)
     label = labels.most_common(1)[0][0]
     scope = sorted(d for d, p in periods.items() if p.period and p.period.label == label)
@@ -220,11 +231,14 @@ def dense_filter(index_dir: Path, samples: int = 12) -> dict:
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     engines.dense_search(store, queries[-1], 100)  # warm-up: the HNSW index into memory
     out = {"chunks": store.count(), "documents": len(periods), "scope": {"period": label, "documents": len(scope)}}
-    for name, filters in (("no_filter", None), ("period_filter", {"doc_ids": scope})):
+    out["scope"]["chunks"] = sum(len(table.by_doc.get(d, ())) for d in scope)
+    for name, filters, by in (("no_filter", None, None), ("period_filter", {"doc_ids": scope}, None),
+                              ("no_filter_chunk_table", None, table),
+                              ("period_filter_as_chunk_ids", {"doc_ids": scope}, table)):
         wall, cpu = [], []
         for query in queries[:-1]:
             start, start_cpu = time.perf_counter(), time.process_time()
-            engines.dense_search(store, query, 100, filters)
+            engines.dense_search(store, query, 100, filters, by)
             wall.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
         out[name] = {"wall": summarise(wall), "cpu": summarise(cpu)}

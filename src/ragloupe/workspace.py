@@ -24,8 +24,9 @@ import copy
 import threading
 import weakref
 from collections import OrderedDict
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -44,8 +45,10 @@ class Workspace:
         self.settings = settings
         self._store, self._embedder, self._load_embedder = store, embedder, load_embedder
         self._open_lock = threading.Lock()
+        self._one_content = threading.local()  # the content key pinned by one_content(), per thread
         self._model_lock = threading.Lock()  # the model loads without holding up the store
         self._chunks: ContentCache = ContentCache()
+        self._tables: ContentCache = ContentCache()
         self._lexical: ContentCache = ContentCache()
         self._units: ContentCache = ContentCache()
         self._periods: ContentCache = ContentCache()
@@ -84,13 +87,40 @@ class Workspace:
 
     def content_key(self) -> tuple:
         """Where the store is and what it holds now: the key of everything built from its content."""
+        pinned = getattr(self._one_content, "key", None)
+        if pinned is not None:
+            return pinned
         s = self.settings
         return (s.chroma_host, s.chroma_port, str(s.path("index_dir")), s.collection, self.store.fingerprint())
+
+    @contextmanager
+    def one_content(self, key: tuple | None = None) -> Iterator[tuple]:
+        """Within the block (one search, in this thread), content_key() is ``key`` (default: asked
+        of the store once, here).
+
+        Store.fingerprint counts the collection, a scan that grows with it (10 ms at 100k
+        chunks), and every cache lookup of a search asked for it again.
+        """
+        if getattr(self._one_content, "key", None) is not None:  # an outer block pinned it
+            yield self._one_content.key
+            return
+        self._one_content.key = key or self.content_key()
+        try:
+            yield self._one_content.key
+        finally:
+            self._one_content.key = None
 
     def chunks(self, key: tuple | None = None) -> tuple:
         """Every chunk the store holds, in reading order, read once per content (shared: not to be changed)."""
         store = self.store
         return self._chunks.get(key or self.content_key(), lambda: tuple(store.all_chunks()))
+
+    def chunk_table(self, key: tuple | None = None):
+        """Every chunk by id and each document's chunk ids (engines.ChunkTable), once per content."""
+        from ragloupe.retrieve.engines import ChunkTable
+
+        key = key or self.content_key()
+        return self._tables.get(key, lambda: ChunkTable.of(self.chunks(key)))
 
     def lexical(self, k1: float | None = None, b: float | None = None, backend: str | None = None):
         """The chunk BM25 over every chunk the store holds, built once per content and BM25 parameters.
@@ -183,7 +213,7 @@ class Workspace:
 
     def clear(self) -> None:
         """Forget everything built from the store's content (a benchmark releasing a large index)."""
-        for cache in (self._chunks, self._lexical, self._units, self._periods, self._views, self._learned):
+        for cache in (self._chunks, self._tables, self._lexical, self._units, self._periods, self._views, self._learned):
             cache.clear()
         with self._vectors_lock:
             self._vectors.clear()

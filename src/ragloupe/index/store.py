@@ -89,15 +89,34 @@ class Store:
 
     def query(self, embedding: np.ndarray, n: int, where: dict | None = None) -> list[tuple[Chunk, float]]:
         """The ``n`` nearest chunks to ``embedding`` as (chunk, cosine distance), nearest first."""
-        total = self.count()
-        if total == 0 or n <= 0:
+        if n <= 0:
             return []
+        # No count() first (see nearest()): an empty collection simply finds nothing.
         got = self.collection.query(
             query_embeddings=[np.asarray(embedding, dtype=np.float32).tolist()],
-            n_results=min(n, total), where=where or None,
+            n_results=int(n), where=where or None,
             include=["documents", "metadatas", "distances"])
         return [(Chunk.from_store(i, doc, meta), float(dist)) for i, doc, meta, dist in zip(
             got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
+
+    def nearest(self, embedding: np.ndarray, n: int, where: dict | None = None,
+                ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``n`` nearest chunk ids to ``embedding`` as (chunk id, cosine distance), nearest first.
+
+        Ids and distances only: reading the texts and metadata of the hits is most of what
+        query() costs, and a caller holding every chunk in memory needs neither. ``ids``
+        restricts the search to those chunks the way a ``where`` clause would (Chroma gives
+        both the same allowed set, so the same hits), without Chroma evaluating a clause
+        over its metadata table; an empty ``ids`` finds nothing.
+        """
+        if n <= 0 or (ids is not None and not ids):
+            return []
+        # No count() first: Chroma returns fewer than n_results when fewer match, and
+        # counting the collection costs a scan that grows with it.
+        got = self.collection.query(
+            query_embeddings=[np.asarray(embedding, dtype=np.float32).tolist()], n_results=int(n),
+            where=where or None, ids=list(ids) if ids is not None else None, include=["distances"])
+        return [(i, float(dist)) for i, dist in zip(got["ids"][0], got["distances"][0])]
 
     def fingerprint(self) -> str:
         """Changes whenever the indexed content changes.

@@ -95,30 +95,31 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     if workspace is None:
         workspace = _workspace_for(settings, store, embedder)
     with timed(timings, "setup"):
-        store = workspace.store
-    learned_fusion = settings.fusion == "learned" and len(plan.engines) > 1
-    periods = None
-    if settings.query_analysis or learned_fusion or with_periods:
-        with timed(timings, "period"):
-            periods = workspace.periods(settings.fiscal_year_start_month)
-    period_scope: list[str] = []
-    if settings.query_analysis and settings.period_filter and not filters.get("doc_ids"):
-        period_scope = query_analysis.period_documents(analysis, periods)
-        if period_scope:
-            filters = {**filters, "doc_ids": period_scope}
-    window = max(int(settings.candidate_window), k)
-    run = set(plan.engines) | (set(engines.ENGINES) if explain else set())
-    lists, embedding, corpus = _run_engines(run, search_text, window, filters, expansion, settings,
-                                            workspace, timings)
-    if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
-        raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: {ACTION}",
-                            action=Action.INDEX_FIRST)
-    views = [v for v in dict.fromkeys([settings.unit_view, *unit_views]) if v != "none"]
-    with timed(timings, "units"):
-        signals = {view: _unit_signals(view, search_text if "bm25" in lists else "", embedding, filters,
-                                       workspace, settings, window) for view in views}
-    model, assumed = _model(settings, learned_fusion, workspace)
-    corpus_views = _corpus_views(corpus, "dense" in lists or with_periods, workspace, timings)
+        store, content = workspace.store, workspace.content_key()
+    with workspace.one_content(content):  # the store is asked what it holds once per question
+        learned_fusion = settings.fusion == "learned" and len(plan.engines) > 1
+        periods = None
+        if settings.query_analysis or learned_fusion or with_periods:
+            with timed(timings, "period"):
+                periods = workspace.periods(settings.fiscal_year_start_month)
+        period_scope: list[str] = []
+        if settings.query_analysis and settings.period_filter and not filters.get("doc_ids"):
+            period_scope = query_analysis.period_documents(analysis, periods)
+            if period_scope:
+                filters = {**filters, "doc_ids": period_scope}
+        window = max(int(settings.candidate_window), k)
+        run = set(plan.engines) | (set(engines.ENGINES) if explain else set())
+        lists, embedding, corpus = _run_engines(run, search_text, window, filters, expansion, settings,
+                                                workspace, timings)
+        if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
+            raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: {ACTION}",
+                                action=Action.INDEX_FIRST)
+        views = [v for v in dict.fromkeys([settings.unit_view, *unit_views]) if v != "none"]
+        with timed(timings, "units"):
+            signals = {view: _unit_signals(view, search_text if "bm25" in lists else "", embedding, filters,
+                                           workspace, settings, window) for view in views}
+        model, assumed = _model(settings, learned_fusion, workspace)
+        corpus_views = _corpus_views(corpus, "dense" in lists or with_periods, workspace, timings)
     timings["total"] = time.perf_counter() - started
     return Candidates(
         query=query, search_text=search_text, mode=mode, window=window, filters=filters, lists=lists,
@@ -167,7 +168,9 @@ def _run_engines(run: set[str], text: str, window: int, filters: dict, expansion
         with timed(timings, "query_embedding"):
             embedding = workspace.query_vector(text)
         with timed(timings, "dense"):
-            lists["dense"] = engines.dense_search(workspace.store, embedding, window, filters)
+            # The BM25 reads every chunk anyway: the dense hits are looked up in the same chunks.
+            table = workspace.chunk_table() if "bm25" in run else None
+            lists["dense"] = engines.dense_search(workspace.store, embedding, window, filters, table)
     if "bm25" in run:
         with timed(timings, "bm25_index"):
             corpus = workspace.lexical(settings.bm25_k1, settings.bm25_b, settings.bm25_backend)
