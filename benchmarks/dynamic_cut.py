@@ -25,6 +25,7 @@ bootstrap_environment()
 from ragloupe.index.embedder import get_embedder  # noqa: E402
 from ragloupe.index.store import open_store  # noqa: E402
 from ragloupe.retrieve.search import search  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
 
 GOLD = sorted((PROJECT_ROOT / "data" / "benchmarks" / "grampian" / "eval").glob("*.eval.json"))
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "dynamic_cut.json"
@@ -39,14 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     settings = Settings.from_env()
-    store, embedder = open_store(settings), get_embedder(settings)
+    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
     questions = [q for path in GOLD for q in json.loads(path.read_text(encoding="utf-8"))["queries"]]
     rows = []
     for rule, value in RULES:
         kept, hits = [], {k: 0 for k in KS}
         for q in questions:
             ranking = search(q["question"], args.mode, 10, {"doc_ids": [q["doc_id"]]}, settings,
-                             store=store, embedder=embedder, dynamic_cut=rule, dynamic_cut_value=value)
+                             workspace=workspace, dynamic_cut=rule, dynamic_cut_value=value)
             units = [p.unit for p in ranking.pages]
             gold = {f"{q['doc_id']}#p{page}" for page in q["expected_pages"]}
             kept.append(min(len(units), 10))

@@ -120,8 +120,9 @@ def retrieval(settings: Settings) -> dict:
     from ragloupe.index.embedder import get_embedder
     from ragloupe.index.store import open_store
     from ragloupe.retrieve.search import search
+    from ragloupe.workspace import Workspace
 
-    store, embedder = open_store(settings), get_embedder(settings)
+    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
     out: dict = {}
     for mode in ("dense", "hybrid"):
         for path in GOLD:
@@ -129,7 +130,7 @@ def retrieval(settings: Settings) -> dict:
             rows = []
             for q in gold.queries:
                 ranking = search(q.question, mode=mode, k=10, filters={"doc_ids": [q.doc_id]},
-                                 settings=settings, store=store, embedder=embedder)
+                                 settings=settings, workspace=workspace)
                 ranked = M.dedupe(p.unit for p in ranking.pages)
                 metrics = M.query_metrics(ranked, q.expected_units, (1, 3))
                 rows.append({"hit@1": metrics["hit@1"], "rr": metrics["rr"]})

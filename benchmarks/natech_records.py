@@ -44,6 +44,7 @@ from ragloupe.evaluate import metrics as M  # noqa: E402
 from ragloupe.evaluate import stats  # noqa: E402
 from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 from ragloupe.retrieve.search import search  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
 
 NATECH = PROJECT_ROOT / "data/benchmarks/natech"
 TUNE = NATECH / "guidance.gold.json"
@@ -78,13 +79,13 @@ def page_grid() -> list[dict]:
     return grid
 
 
-def run(questions, config: dict, settings: Settings, store, embedder) -> list[dict]:
+def run(questions, config: dict, settings: Settings, workspace) -> list[dict]:
     """Per-question metrics of one configuration, real search(), each question in its own document."""
     s = settings.replace(**config)
     rows = []
     for q in questions:
         ranking = search(q.question, mode="hybrid", k=DEPTH, filters={"doc_ids": [q.doc_id]},
-                         settings=s, store=store, embedder=embedder)
+                         settings=s, workspace=workspace)
         ranked = M.dedupe(p.unit for p in ranking.pages)
         rows.append(M.query_metrics(ranked, q.expected_units, KS))
     return rows
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragloupe.index.store import open_store
 
     settings = Settings.from_env()
-    store, embedder = open_store(settings), get_embedder(settings)
+    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
     started = time.perf_counter()
     out: dict = {"what": "record-level retrieval on the Natech guidance (unit view), hybrid mode, scope doc",
                  "index_dir": str(settings.path("index_dir")), "embedding_model": settings.embedding_model,
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
 
     tune = load_goldset(TUNE).queries
     grid = record_grid()
-    per_config = [run(tune, config, settings, store, embedder) for config in grid]
+    per_config = [run(tune, config, settings, workspace) for config in grid]
     groups = [q.expected_records[0].split(".")[0] for q in tune]
     cv = grouped_cv(per_config, groups, "recall@1")
     cv.pop("_oof_rows")
@@ -183,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.confirm:
         held = load_goldset(CONFIRM).queries
-        base = run(held, grid[0], settings, store, embedder)
-        picked = run(held, chosen, settings, store, embedder)
+        base = run(held, grid[0], settings, workspace)
+        picked = run(held, chosen, settings, workspace)
         out["natech_confirm"] = {
             "goldset": CONFIRM.name, "config": chosen, "run_once": True,
             "unit_view_off": summary(base), "selected": summary(picked),
@@ -198,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.grampian:
         pages = [q for path in GRAMPIAN for q in load_goldset(path).queries]
         pgrid = page_grid()
-        per_page_config = [run(pages, config, settings, store, embedder) for config in pgrid]
-        records_view = run(pages, {**chosen, "unit_view": "records"}, settings, store, embedder)
+        per_page_config = [run(pages, config, settings, workspace) for config in pgrid]
+        records_view = run(pages, {**chosen, "unit_view": "records"}, settings, workspace)
         unchanged = records_view == per_page_config[0]
         reports = [q.doc_id for q in pages]
         pcv = grouped_cv(per_page_config, reports, "hit@1")

@@ -48,6 +48,7 @@ def opened(index_dir: Path, backend: str, scratch: Path):
     """(settings, store, embedder) of an index, queried with ``backend``."""
     from ragloupe.index.embedder import get_embedder
     from ragloupe.index.store import open_store
+    from ragloupe.workspace import Workspace
 
     settings = Settings.from_env(index_dir=index_dir, runs_dir=scratch / backend / "runs",
                                  logs_dir=scratch / backend / "logs", chroma_host="",
@@ -55,12 +56,12 @@ def opened(index_dir: Path, backend: str, scratch: Path):
     embedder = get_embedder(settings)
     if embedder.backend != backend:
         raise SystemExit(f"{backend} was asked for but {embedder.backend} encodes: {embedder.notice}")
-    return settings, open_store(settings), embedder
+    return settings, open_store(settings), embedder, Workspace(settings, embedder=embedder)
 
 
 def stored_vectors(opened_pair) -> dict:
     """Same chunk ids in both indexes, and the cosine of their stored vectors."""
-    (_, torch_store, _), (_, onnx_store, _) = opened_pair
+    (_, torch_store, _, _), (_, onnx_store, _, _) = opened_pair
     ids = sorted(torch_store.ids())
     if set(ids) != set(onnx_store.ids()):
         return {"same_chunk_ids": False, "torch_chunks": len(ids), "onnx_chunks": len(onnx_store.ids())}
@@ -73,9 +74,8 @@ def stored_vectors(opened_pair) -> dict:
 def top10(question: str, mode: str, filters: dict | None, handles) -> tuple[list[tuple], list[float]]:
     from ragloupe.retrieve.search import search
 
-    settings, store, embedder = handles
-    ranking = search(question, mode=mode, k=10, filters=filters, settings=settings, store=store,
-                     embedder=embedder)
+    settings, _, _, workspace = handles
+    ranking = search(question, mode=mode, k=10, filters=filters, settings=settings, workspace=workspace)
     hits = ranking.hits[:10]
     return [(h.chunk.doc_id, h.chunk.page, h.chunk.chunk_id) for h in hits], [float(h.score) for h in hits]
 

@@ -24,6 +24,7 @@ from ragloupe.config import PROJECT_ROOT, get_settings
 from ragloupe.evaluate.compare import compare
 from ragloupe.evaluate.outside import parse_run_file, score_outside
 from ragloupe.evaluate.runs import RANKED_IN_REPORT, evaluate
+from ragloupe.workspace import Workspace
 
 GOLD = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
 RESULT = PROJECT_ROOT / "benchmarks" / "results" / "outside_roundtrip.json"
@@ -45,11 +46,13 @@ def main() -> None:
     args = parser.parse_args()
     settings = get_settings()
     started = time.perf_counter()
-    own = evaluate(GOLD, mode=args.mode, ks=KS, settings=settings, write=False)
+    workspace = Workspace(settings)
+    own = evaluate(GOLD, mode=args.mode, ks=KS, settings=settings, write=False, workspace=workspace)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "own.trec"
         path.write_text("\n".join(trec_lines(own)) + "\n", encoding="utf-8")
-        outside = score_outside(GOLD, parse_run_file(path), settings, ks=KS, missing_as_empty=True)
+        outside = score_outside(GOLD, parse_run_file(path), settings, ks=KS, missing_as_empty=True,
+                                store=workspace.store)
     comparison = compare(own, outside)
     # The file lists RANKED_IN_REPORT units per question: a deeper first relevant rank is None there.
     ranks_equal = all(_listed(a["first_relevant_rank"]) == b["first_relevant_rank"]

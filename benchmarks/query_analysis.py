@@ -44,6 +44,7 @@ from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 from ragloupe.evaluate.runs import evaluate, index_snapshot  # noqa: E402
 from ragloupe.evaluate.stats import bootstrap_ci, paired_permutation_p  # noqa: E402
 from ragloupe.retrieve.query_analysis import analyze  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
 
 GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
 NATECH = PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json"
@@ -70,10 +71,10 @@ def configurations(boosts: list[float]) -> dict[str, dict]:
     return configs
 
 
-def run(goldsets, scope: str, overrides: dict, settings, store, embedder, snapshot) -> list[dict]:
+def run(goldsets, scope: str, overrides: dict, settings, workspace, snapshot) -> list[dict]:
     """One evaluation; per question: its report, Hit@1, Hit@3, RR and whether it names a period."""
     report = evaluate(goldsets, mode=settings.mode, ks=KS, scope=scope, settings=settings.replace(**overrides),
-                      write=False, store=store, embedder=embedder, snapshot=snapshot)
+                      write=False, workspace=workspace, snapshot=snapshot)
     return [{"goldset": q["goldset"], "query_id": q["query_id"],
              "hit@1": q["metrics"]["hit@1"], "hit@3": q["metrics"]["hit@3"], "rr": q["metrics"]["rr"],
              "names_period": analyze(q["question"]).target_period is not None}
@@ -146,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     from ragloupe.index.store import open_store
 
     settings = get_settings()
-    store, embedder = open_store(settings), get_embedder(settings)
+    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
+    store = workspace.store
     grampian = [load_goldset(p) for p in GRAMPIAN]
     natech = [load_goldset(NATECH)]
     snapshot = index_snapshot(settings, sorted({q.doc_id for g in grampian for q in g.queries}), store)
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         results = {}
         for name in names:
             t0 = time.perf_counter()
-            results[name] = run(grampian, scope, configs[name], settings, store, embedder, snapshot)
+            results[name] = run(grampian, scope, configs[name], settings, workspace, snapshot)
             print(f"{scope:3} {name:22} Hit@1 {summary(results[name])['hit@1']['mean']:.3f} "
                   f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         output["scopes"][scope] = {
@@ -175,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             "leave_one_report_out": leave_one_report_out(results),
             "questions_naming_a_period": sum(r["names_period"] for r in results["off"]),
         }
-    natech_results = {name: run(natech, "doc", configs[name], settings, store, embedder, natech_snapshot)
+    natech_results = {name: run(natech, "doc", configs[name], settings, workspace, natech_snapshot)
                       for name in ("off", "analysis+expansion")}
     output["natech_records"] = {name: summary(rows) for name, rows in natech_results.items()}
     output["seconds"] = round(time.perf_counter() - started, 1)

@@ -59,6 +59,7 @@ from ragloupe.index.pipeline import run_index  # noqa: E402
 from ragloupe.index.store import open_store  # noqa: E402
 from ragloupe.ingest import load_source  # noqa: E402
 from ragloupe.retrieve.search import search  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
 
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "table_retrieval.json"
 GRAMPIAN = PROJECT_ROOT / "data" / "benchmarks" / "grampian" / "pdf"
@@ -125,11 +126,11 @@ def write_report(folder: Path, name: str, rng: random.Random) -> tuple[Path, lis
 
 
 def score(settings: Settings, questions: list[dict], prefer: bool) -> list[dict]:
-    store, embedder = open_store(settings), get_embedder(settings)
+    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
     out = []
     for q in questions:
         ranking = search(q["question"], k=10, filters={"doc_ids": [q["doc_id"]]}, settings=settings,
-                         store=store, embedder=embedder, prefer_tables=prefer)
+                         workspace=workspace, prefer_tables=prefer)
         ranks = [p.rank for p in ranking.pages if p.page == q["page"] and p.doc_id == q["doc_id"]]
         rank = ranks[0] if ranks and ranks[0] <= 10 else None
         # The chunk level: is the answer (the cell, with its row label) in the first chunk?

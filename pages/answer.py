@@ -7,7 +7,7 @@ import streamlit as st
 from ragloupe.ui import state
 from ragloupe.ui.answer_view import show_cited_page, show_history, show_withheld
 from ragloupe.ui.background import index_notice
-from ragloupe.ui.cache import current_settings, get_embedder, get_store, index_documents
+from ragloupe.ui.cache import current_settings, get_store, get_workspace, index_documents
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.sidebar import examiner
 from ragloupe.ui.text import highlight_html, spans_html
@@ -76,7 +76,7 @@ with page_errors():
     elif asked:
         conversation.settings, conversation.mode, conversation.k = settings, mode, int(k)
         conversation.filters = {"doc_ids": list(chosen_docs)} if chosen_docs else None
-        conversation.search_kwargs = {"store": get_store(settings), "embedder": get_embedder(settings)}
+        conversation.search_kwargs = {"workspace": get_workspace(settings)}
         st.session_state.pop("claims", None)
         turn = run_with_elapsed(lambda: conversation.ask(question),
                                 f"Retrieving and answering ({BACKEND_NAMES.get(backend, backend)})")

@@ -4,8 +4,8 @@ import streamlit as st
 
 from ragloupe.diagnostics.gold import gold_chunk_ids, match_question
 from ragloupe.diagnostics.projections import METHODS, map_points
-from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, get_projection,
-                               get_store, index_documents)
+from ragloupe.ui.cache import (cached_goldsets, current_settings, get_projection, get_workspace,
+                               index_documents)
 from ragloupe.ui.charts import embedding_map
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
@@ -69,12 +69,12 @@ with page_errors():
     if question.strip():
         from ragloupe.retrieve.search import search
 
-        store = get_store(settings)
-        ranking = search(question, mode=mode, k=int(k), settings=settings, store=store,
-                         embedder=get_embedder(settings),
+        workspace = get_workspace(settings)
+        store = workspace.store
+        ranking = search(question, mode=mode, k=int(k), settings=settings, workspace=workspace,
                          filters={"doc_ids": list(chosen_docs)} if chosen_docs else None)
         hit_ids = [hit.chunk.chunk_id for hit in ranking.hits]
-        query_xy = projection.place(get_embedder(settings).encode([question]))
+        query_xy = projection.place(workspace.query_vector(question)[None, :])
         hits_xy = projection.place(store.get_embeddings(hit_ids)) if hit_ids else []
         marks["query"] = [{"x": float(query_xy[0][0]), "y": float(query_xy[0][1]),
                            "label": "query"}]

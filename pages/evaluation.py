@@ -6,7 +6,7 @@ import streamlit as st
 from ragloupe.diagnostics.gold import goldset_choices, load_goldsets
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
-from ragloupe.ui.cache import current_settings, get_embedder, get_store
+from ragloupe.ui.cache import current_settings, get_store, get_workspace
 from ragloupe.ui.charts import k_sweep_chart, survival_chart
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.tables import comparison_rows, metrics_rows, parse_ks, run_label
@@ -52,8 +52,7 @@ with page_errors():
                 st.error(problem)
             if goldsets:
                 reports = evaluate_with_progress(
-                    goldsets, modes, list(ks), scope, settings,
-                    store=get_store(settings), embedder=get_embedder(settings))
+                    goldsets, modes, list(ks), scope, settings, get_workspace(settings))
                 state.result(PAGE, [r.run_id for r in reports])
 
     run_ids = state.result(PAGE) or []
@@ -87,8 +86,8 @@ with page_errors():
     from ragloupe.ui.goldsets_view import drafts_section, outside_run_section, your_goldsets_section
 
     your_goldsets_section(settings)
-    drafts_section(settings, get_store(settings), get_embedder(settings))
-    outside_run_section(settings, paths, list(MODES), get_store(settings), get_embedder(settings))
+    drafts_section(settings, get_workspace(settings))
+    outside_run_section(settings, paths, list(MODES), get_workspace(settings))
 
     st.header("Past runs")
     past = list_runs(settings)
@@ -129,4 +128,4 @@ with page_errors():
 
     from ragloupe.ui.tuning_view import tuning_section
 
-    tuning_section(settings, paths, get_store(settings), get_embedder(settings))
+    tuning_section(settings, paths, get_workspace(settings))

@@ -6,7 +6,7 @@ import streamlit as st
 from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
-from ragloupe.ui.cache import current_settings, get_embedder, get_store
+from ragloupe.ui.cache import current_settings, get_workspace
 from ragloupe.ui.charts import failure_chart
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.navigation import page_file
@@ -35,7 +35,7 @@ with page_errors():
         for problem in problems:
             st.error(problem)
         evaluate_with_progress(goldsets, [settings.mode], [1, 3, 5, 10], "doc", settings,
-                               store=get_store(settings), embedder=get_embedder(settings))
+                               get_workspace(settings))
         st.rerun()  # the page again, now with the run (and without the "no run yet" note)
     runs = {row["run_id"]: load_run(row["run_id"], settings) for row in past}
     ids = list(runs)  # newest first

@@ -11,7 +11,7 @@ from ragloupe.diagnostics.gold import (gold_questions_by_document, gold_units, m
 from ragloupe.retrieve.query_analysis import describe
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
-from ragloupe.ui.cache import (cached_goldsets, current_settings, get_embedder, get_store,
+from ragloupe.ui.cache import (cached_goldsets, current_settings, get_workspace,
                                index_documents)
 from ragloupe.ui.charts import bump_chart
 from ragloupe.ui.guard import page_errors
@@ -149,7 +149,7 @@ with page_errors():
             full_modes = [f"{mode}+rewrite" if rewrite else mode for mode in modes]
             with st.spinner(f"Searching ({', '.join(full_modes)})…"):
                 rankings = rank_modes(question, full_modes, int(k), filters, overrides, settings,
-                                      store=get_store(settings), embedder=get_embedder(settings))
+                                      workspace=get_workspace(settings))
             state.result(PAGE, {"question": question, "k": int(k), "level": level,
                                 "filters": filters, "rankings": rankings, "collection": settings.collection})
             st.session_state.pop(f"{PAGE}.table", None)

@@ -27,6 +27,11 @@ demo_index (session)
     are absolute tmp paths; pass the settings explicitly
     (``search(..., settings=demo_index)``), or use ``demo_env``.
 
+workspace_of (session)
+    ``workspace_of(settings)``: the session's Workspace of that index location
+    (with the session embedder); pass it as ``workspace=`` to search(),
+    evaluate() or tune() when a test asks one index many questions.
+
 demo_env (function)
     Sets RAGLOUPE_INDEX_DIR to the demo index (runs and raw stay isolated
     per test) so code that calls ``get_settings()`` itself — the CLI, the
@@ -97,6 +102,25 @@ def embedder():
     from ragloupe.index.embedder import get_embedder
 
     return get_embedder(Settings.from_env(chroma_host=""))
+
+
+@pytest.fixture(scope="session")
+def workspace_of(embedder):
+    """``workspace_of(settings)``: one Workspace (ragloupe.workspace) per index location for the
+    session, with the session embedder, as a face keeps one: the tests that search or evaluate
+    an index many times share its BM25, periods and corpus views instead of rebuilding them per
+    call (search() without a workspace builds one for that call alone)."""
+    from ragloupe.workspace import Workspace
+
+    held: dict[tuple, Workspace] = {}
+
+    def of(settings: Settings) -> Workspace:
+        key = (str(settings.path("index_dir")), settings.collection, settings.chroma_host, settings.chroma_port)
+        if key not in held:
+            held[key] = Workspace(settings, embedder=embedder)
+        return held[key]
+
+    return of
 
 
 @pytest.fixture(scope="session")

@@ -226,7 +226,7 @@ def _engine_rank(hit, engine: str):
     return None if view is None else view.rank
 
 
-def test_search_page_comparison_matches_the_pipeline_per_page(app_env):
+def test_search_page_comparison_matches_the_pipeline_per_page(app_env, workspace_of):
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.retrieve.search import search
 
@@ -236,7 +236,7 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env):
     _search(app, gold_query.question, modes, k)
     table = app.dataframe[0].value
     rankings = {mode: search(gold_query.question, mode=mode, k=app_env.candidate_window,
-                             settings=app_env, explain=True) for mode in modes}
+                             settings=app_env, workspace=workspace_of(app_env), explain=True) for mode in modes}
     top_units = {p.unit for r in rankings.values() for p in r.pages if p.rank <= k}
     # The doc column is left out when every row is from one document (the question names
     # its year, so only that year's report is searched): then that document is the doc.
@@ -275,7 +275,7 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env):
     assert fusions == [f"Fusion: {rankings['hybrid'].fusion}"] == [f"Fusion: {app_env.fusion}"]
 
 
-def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env):
+def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env, workspace_of):
     from ragloupe.retrieve.search import search
 
     question, modes, k = "capital expenditure on buildings", ["dense", "hybrid+rerank"], 4
@@ -284,6 +284,7 @@ def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env):
     table = app.dataframe[0].value
     for mode in modes:
         ranking = search(question, mode=mode, k=app_env.candidate_window, settings=app_env,
+                         workspace=workspace_of(app_env),
                          explain=True)
         where = {(h.chunk.doc_id, str(h.chunk.page), h.chunk.position): h for h in ranking.hits}
         for row in table.to_dict("records"):
@@ -498,7 +499,7 @@ def _smallest_goldset(settings: Settings) -> Path:
     return min(find_goldsets(settings), key=lambda p: len(load_goldset(p).queries))
 
 
-def test_evaluation_page_runs_and_compares_like_the_cli(app_env):
+def test_evaluation_page_runs_and_compares_like_the_cli(app_env, workspace_of):
     from ragloupe.evaluate.compare import compare
     from ragloupe.evaluate.runs import evaluate, load_run
 
@@ -513,6 +514,7 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env):
     results = app.dataframe[0].value
     for mode in ("bm25", "dense"):
         expected = evaluate([goldset], mode=mode, ks=[1, 3], scope="doc", settings=app_env,
+                            workspace=workspace_of(app_env),
                             write=False).aggregates
         shown = results[results["mode"] == mode].iloc[0]
         assert shown["hit@1"].startswith(f"{expected['hit@1']['mean']:.3f}")
@@ -527,11 +529,11 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env):
     assert verdicts and all(any(v == t.value for t in app.text) for v in verdicts)
 
 
-def test_failure_audit_page_shows_the_runs_codes(app_env):
+def test_failure_audit_page_shows_the_runs_codes(app_env, workspace_of):
     from ragloupe.evaluate.runs import evaluate
 
     report = evaluate([_smallest_goldset(app_env)], mode="bm25", ks=[1, 3], scope="doc",
-                      settings=app_env)
+                      settings=app_env, workspace=workspace_of(app_env))
     app = run_page("failure_audit")
     misses = [q for q in report.data["queries"] if q["failure"]["code"] != "HIT"]
     figure = json.loads(app.get("plotly_chart")[0].proto.spec)
@@ -547,11 +549,11 @@ def test_failure_audit_page_shows_the_runs_codes(app_env):
     assert any(t.value == f"Evidence: {first['failure']['evidence']}" for t in app.text)
 
 
-def test_failure_audit_opens_a_question_in_search_and_compare(app_env):
+def test_failure_audit_opens_a_question_in_search_and_compare(app_env, workspace_of):
     from ragloupe.evaluate.runs import evaluate
 
     report = evaluate([_smallest_goldset(app_env)], mode="bm25", ks=[1, 3], scope="doc",
-                      settings=app_env)
+                      settings=app_env, workspace=workspace_of(app_env))
     app = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
     app.run()
     app.switch_page(page_file("failure_audit")).run()
@@ -593,19 +595,20 @@ def test_failure_audit_page_without_runs_evaluates_the_gold_sets_on_request(app_
     assert sum(figure["data"][0]["y"]) == 19  # every question of the natech gold set has a code
 
 
-def test_evaluation_compare_defaults_to_the_newest_runs_named_in_words(app_env):
+def test_evaluation_compare_defaults_to_the_newest_runs_named_in_words(app_env, workspace_of):
     from ragloupe.evaluate.runs import evaluate
     from ragloupe.ui.tables import run_label
 
     goldset = _smallest_goldset(app_env)
-    older = [evaluate([goldset], mode=mode, ks=[1, 3], scope="doc", settings=app_env)
+    older = [evaluate([goldset], mode=mode, ks=[1, 3], scope="doc", settings=app_env, workspace=workspace_of(app_env))
              for mode in ("bm25", "dense")]
     app = run_page("evaluation")
     assert selectbox(app, "Run B").value == older[-1].run_id
     assert selectbox(app, "Run A (baseline)").value == older[-2].run_id
     # A run made after the page was opened (another tab, the CLI): the same session's
     # Compare now defaults to it and the one before it, not to the choices it showed.
-    newest = evaluate([goldset], mode="hybrid", ks=[1, 3], scope="doc", settings=app_env)
+    newest = evaluate([goldset], mode="hybrid", ks=[1, 3], scope="doc", settings=app_env,
+                      workspace=workspace_of(app_env))
     app.run()
     assert_clean(app)
     assert selectbox(app, "Run B").value == newest.run_id
@@ -625,10 +628,11 @@ def test_evaluation_page_says_what_a_k_sweep_takes(app_env):
     assert any("whole numbers" in w.value and "--" not in w.value for w in app.warning)
 
 
-def test_failure_audit_gives_the_gold_units_ranks_however_deep(app_env):
+def test_failure_audit_gives_the_gold_units_ranks_however_deep(app_env, workspace_of):
     from ragloupe.evaluate.runs import evaluate
 
-    report = evaluate([GRAMPIAN_GOLD], mode="bm25", ks=[1, 3], scope="doc", settings=app_env)
+    report = evaluate([GRAMPIAN_GOLD], mode="bm25", ks=[1, 3], scope="doc", settings=app_env,
+                      workspace=workspace_of(app_env))
     deepest = max((q for q in report.data["queries"] if q["first_relevant_rank"]),
                   key=lambda q: q["first_relevant_rank"])
     listed = {entry["unit"] for entry in deepest["ranked"]}

@@ -161,12 +161,12 @@ def _pick(page, label: str, option: str) -> None:
     page.keyboard.press("Escape")
 
 
-def test_workbench_flows_in_a_real_browser(app_server, browser_page, demo_index):
+def test_workbench_flows_in_a_real_browser(app_server, browser_page, demo_index, workspace_of):
     url, dirs = app_server
     requests: list[str] = []
     browser_page.on("request", lambda request: requests.append(request.url))
     try:
-        _walk_the_flows(browser_page, url, dirs, demo_index)
+        _walk_the_flows(browser_page, url, dirs, demo_index, workspace_of)
     except BaseException:
         _shot(browser_page, "failure")  # what the page showed when it went wrong
         raise
@@ -267,7 +267,7 @@ def _big_records(n: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index) -> None:
+def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace_of) -> None:
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.runs import evaluate
     from ragloupe.index.pipeline import EMBED_SLICE
@@ -301,7 +301,7 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index) -> None:
     modes = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
     assert modes == ["dense", "bm25", "hybrid"]
     rankings = {mode: search(question.question, mode=mode, k=demo_index.candidate_window,
-                             settings=demo_index, explain=True) for mode in modes}
+                             settings=demo_index, workspace=workspace_of(demo_index), explain=True) for mode in modes}
     rows = _grid_rows(page)
     assert len(rows) >= 10
     # With one document listed (the question names its year) the doc column is left out.
@@ -374,11 +374,12 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index) -> None:
     # 5. Compare defaults to the newest runs, also for a run made after the page was opened.
     natech = PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json"
     runs_settings = demo_index.replace(runs_dir=dirs["runs"])
-    first, second = (evaluate([natech], mode=mode, ks=[1, 3], settings=runs_settings)
+    workspace = workspace_of(runs_settings)
+    first, second = (evaluate([natech], mode=mode, ks=[1, 3], settings=runs_settings, workspace=workspace)
                      for mode in ("bm25", "dense"))
     _open(page, f"{url}/evaluation", "Evaluation")
     assert _chosen(page, "Run B") == run_label(second)
-    third = evaluate([natech], mode="hybrid", ks=[1, 3], settings=runs_settings)
+    third = evaluate([natech], mode="hybrid", ks=[1, 3], settings=runs_settings, workspace=workspace)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Run info").click()
     page.get_by_role("heading", name="Run info").wait_for()
     _settle(page)

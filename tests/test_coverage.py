@@ -182,8 +182,8 @@ def test_a_set_stratified_over_the_demo_reports_is_silent(demo_layouts):
     assert not result["flagged"] and result["warnings"] == []
 
 
-def test_coverage_report_reads_the_index_for_the_gold_documents(demo_index):
-    result = coverage_report([load_goldset(GRAMPIAN[0])], demo_index, None, mode="bm25")
+def test_coverage_report_reads_the_index_for_the_gold_documents(demo_index, workspace_of):
+    result = coverage_report([load_goldset(GRAMPIAN[0])], demo_index, workspace_of(demo_index).store, mode="bm25")
     group = result["goldsets"][0]
     assert group["n_placed"] == group["n_questions"] == 50 and result["models"] == []
     assert group["skewed"] and any(w.startswith("Grampian-2020-2021: ") for w in result["warnings"])

@@ -44,9 +44,9 @@ def llm_settings(request, demo_env):
                                        openai_model="fake-model", llm_timeout_s=5.0)
 
 
-def test_a_draft_whose_answer_is_not_on_its_page_is_never_offered(llm_settings):
+def test_a_draft_whose_answer_is_not_on_its_page_is_never_offered(llm_settings, workspace_of):
     server, settings = llm_settings
-    body = draft_for(settings, "mine", 8)
+    body = draft_for(settings, "mine", 8, workspace_of(settings))
     drafts = body["drafts"]
     assert len(drafts) == 8 and {d["doc_id"] for d in drafts} >= {OFF_PAGE, REPEATS, "guidance"}
     off_page = [d for d in drafts if d["doc_id"] == OFF_PAGE]
@@ -62,10 +62,10 @@ def test_a_draft_whose_answer_is_not_on_its_page_is_never_offered(llm_settings):
         _accept(settings, [off_page[0]["draft_id"]])
 
 
-def test_drafting_is_deterministic_and_records_model_prompt_and_seed(llm_settings):
+def test_drafting_is_deterministic_and_records_model_prompt_and_seed(llm_settings, workspace_of):
     server, settings = llm_settings
-    first = draft_for(settings, "mine", 8)
-    second = draft_for(settings, "mine", 8)
+    first = draft_for(settings, "mine", 8, workspace_of(settings))
+    second = draft_for(settings, "mine", 8, workspace_of(settings))
     assert first["drafts"] == second["drafts"]
     meta = first["_meta"]
     assert (meta["model"], meta["prompt_sha256"], meta["seed"], meta["temperature"]) == (
@@ -75,9 +75,9 @@ def test_drafting_is_deterministic_and_records_model_prompt_and_seed(llm_setting
         assert (options["temperature"], options["seed"]) == (0, settings.llm_seed)
 
 
-def test_accepted_drafts_become_gold_with_their_model_and_prompt_hash(llm_settings):
+def test_accepted_drafts_become_gold_with_their_model_and_prompt_hash(llm_settings, workspace_of):
     server, settings = llm_settings
-    offered = [d for d in draft_for(settings, "mine", 8)["drafts"] if d["status"] == "offered"]
+    offered = [d for d in draft_for(settings, "mine", 8, workspace_of(settings))["drafts"] if d["status"] == "offered"]
     entries, _ = _accept(settings, [d["draft_id"] for d in offered[:2]],
                          edits={offered[0]["draft_id"]: {"question": "An edited question?"}})
     goldset = load_goldset(goldset_path(settings, "mine"))
@@ -117,5 +117,8 @@ def test_a_question_bm25_cannot_tell_apart_from_twenty_pages_is_too_vague():
 
 
 def _accept(settings, ids, edits=None):
-    snapshot = index_snapshot(settings, ["Grampian-2020-2021", "Grampian-2021-2022", REPEATS, "guidance"])
+    from ragloupe.index.store import open_store
+
+    snapshot = index_snapshot(settings, ["Grampian-2020-2021", "Grampian-2021-2022", REPEATS, "guidance"],
+                              open_store(settings))
     return accept_drafts(settings, "mine", ids, snapshot.documents, snapshot.unit_texts, edits=edits)

@@ -22,27 +22,22 @@ def _same(a, b) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_search_is_replay_of_fetch_on_every_mode(demo_index, embedder, mode):
-    from ragloupe.index.store import open_store
-
-    store = open_store(demo_index)
+def test_search_is_replay_of_fetch_on_every_mode(demo_index, workspace_of, mode):
+    workspace = workspace_of(demo_index)
     settings = demo_index.replace(ollama_base_url="http://127.0.0.1:9", rewrite_timeout_s=1.0)
-    ranking = search(QUESTION, mode, 5, SCOPE, settings, store=store, embedder=embedder)
-    candidates = fetch(QUESTION, mode, 5, SCOPE, settings, store=store, embedder=embedder)
+    ranking = search(QUESTION, mode, 5, SCOPE, settings, workspace=workspace)
+    candidates = fetch(QUESTION, mode, 5, SCOPE, settings, workspace=workspace)
     _same(ranking, replay(candidates, ReplayConfig.of(settings, mode, 5)))
     assert ranking.pages and ranking.hits
 
 
-def test_one_fetch_replays_other_settings_as_search_would(demo_index, embedder):
-    from ragloupe.index.store import open_store
-
-    store = open_store(demo_index)
-    candidates = fetch(QUESTION, "hybrid", 10, SCOPE, demo_index, store=store, embedder=embedder,
-                       unit_views=("all",))
+def test_one_fetch_replays_other_settings_as_search_would(demo_index, workspace_of):
+    workspace = workspace_of(demo_index)
+    candidates = fetch(QUESTION, "hybrid", 10, SCOPE, demo_index, workspace=workspace, unit_views=("all",))
     for mode, changes in (("bm25", {}), ("dense", {}), ("hybrid", {"fusion": "rrf", "candidate_window": 50}),
                           ("hybrid", {"fusion": "minmax", "unit_view": "all", "page_aggregation": "sum"})):
         configured = demo_index.replace(**changes)
-        expected = search(QUESTION, mode, 10, SCOPE, configured, explain=True, store=store, embedder=embedder)
+        expected = search(QUESTION, mode, 10, SCOPE, configured, explain=True, workspace=workspace)
         _same(expected, replay(candidates, ReplayConfig.of(configured, mode, 10)))
 
 

@@ -7,10 +7,10 @@ import pytest
 from ragloupe.retrieve.search import search
 
 
-def test_every_hit_carries_its_rrf_score_whatever_fusion_ranked_it(demo_index):
+def test_every_hit_carries_its_rrf_score_whatever_fusion_ranked_it(demo_index, workspace_of):
     s = demo_index.replace(fusion="minmax", weight_dense=1.5, weight_bm25=1.0, rrf_k=60)
     ranking = search("What was the Core Revenue Resource Limit for 2020/21?", mode="hybrid", k=20,
-                     filters={"doc_ids": ["Grampian-2020-2021"]}, settings=s)
+                     filters={"doc_ids": ["Grampian-2020-2021"]}, settings=s, workspace=workspace_of(s))
     assert ranking.fusion == "minmax"
     for hit in ranking.hits:
         expected = sum(weight / (60 + hit.per_engine[engine].rank)
@@ -34,20 +34,16 @@ from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 from ragloupe.cli.search_cmd import format_ranking  # noqa: E402
 from ragloupe.retrieve import features, learned  # noqa: E402
 from ragloupe.ui.why import learned_rows  # noqa: E402
-from ragloupe.workspace import Workspace  # noqa: E402
 
 GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
 
 
 @pytest.fixture(scope="module")
-def trainer(demo_index, embedder):
+def trainer(demo_index, workspace_of):
     """Learned fusion's training rows for the first 6 questions of each Grampian report."""
-    from ragloupe.index.store import open_store
-
     questions = [q for g in (load_goldset(p) for p in GRAMPIAN) for q in T.tune_questions([g])[:6]]
     config = T.Config.of("hybrid", demo_index, fusion="learned", candidate_window=50)
-    store = open_store(demo_index)
-    lists = T.fetch_all(questions, [config], "doc", demo_index, Workspace(demo_index, store=store, embedder=embedder))
+    lists = T.fetch_all(questions, [config], "doc", demo_index, workspace_of(demo_index))
     return T.LearnedTrainer(config, questions, lists, demo_index)
 
 
@@ -83,12 +79,12 @@ def test_a_model_trained_under_other_settings_is_refused_with_the_reason(trainer
         learned.load(fits)
 
 
-def test_search_explains_each_learned_hit_exactly(trainer, demo_index, tmp_path):
+def test_search_explains_each_learned_hit_exactly(trainer, demo_index, tmp_path, workspace_of):
     path = tmp_path / "model.json"
     path.write_text(learned.to_json(trainer.fit(np.arange(len(trainer.questions)))), encoding="utf-8")
     s = demo_index.replace(fusion="learned", learned_model=str(path), candidate_window=50)
     ranking = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=10,
-                     filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s)
+                     filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
     assert ranking.fusion == "learned"
     logits = [h.learned.logit for h in ranking.hits]
     assert logits == sorted(logits, reverse=True)
@@ -140,46 +136,45 @@ def test_learned_fusion_in_tune_never_trains_on_the_held_out_report(trainer):
             assert {groups[i] for i in fitted} <= set(groups) - {fold.held_out}
 
 
-def test_records_are_fused_by_the_fallback_the_report_pages_by_the_learned_model(demo_index):
+def test_records_are_fused_by_the_fallback_the_report_pages_by_the_learned_model(demo_index, workspace_of):
     """The shipped model knows report pages; a Natech record is ranked by learned_fallback, and says so."""
     s = demo_index.replace(fusion="learned", learned_model="", learned_fallback="minmax")
     assert learned.load(s).units == "page"
     pages = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
-                   filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s)
+                   filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
     assert pages.fusion == "learned" and all(h.learned is not None for h in pages.hits)
     records = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
-                     filters={"doc_ids": ["guidance"]}, settings=s)
+                     filters={"doc_ids": ["guidance"]}, settings=s, workspace=workspace_of(s))
     assert records.fusion.startswith("minmax (learned fusion was trained on pages")
     assert all(h.learned is None for h in records.hits)
     plain = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
-                   filters={"doc_ids": ["guidance"]}, settings=s.replace(fusion="minmax"))
+                   filters={"doc_ids": ["guidance"]}, settings=s.replace(fusion="minmax"), workspace=workspace_of(s))
     assert [h.chunk.chunk_id for h in records.hits] == [h.chunk.chunk_id for h in plain.hits]
 
 
-def test_a_model_trained_on_records_ranks_records_and_leaves_pages_to_the_fallback(demo_index, embedder, tmp_path):
-    from ragloupe.index.store import open_store
-
+def test_a_model_trained_on_records_ranks_records_and_leaves_pages_to_the_fallback(demo_index, tmp_path,
+                                                                                   workspace_of):
     natech = load_goldset(PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json")
     questions = T.tune_questions([natech])
     config = T.Config.of("hybrid", demo_index, fusion="learned", candidate_window=30)
-    lists = T.fetch_all(questions, [config], "doc", demo_index, Workspace(demo_index, embedder=embedder))
+    lists = T.fetch_all(questions, [config], "doc", demo_index, workspace_of(demo_index))
     model = T.LearnedTrainer(config, questions, lists, demo_index).fit(np.arange(len(questions)))
     assert model.units == "record"
     path = tmp_path / "records-model.json"
     path.write_text(learned.to_json(model), encoding="utf-8")
     s = demo_index.replace(fusion="learned", learned_model=str(path), learned_fallback="rrf")
     records = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
-                     filters={"doc_ids": ["guidance"]}, settings=s)
+                     filters={"doc_ids": ["guidance"]}, settings=s, workspace=workspace_of(s))
     assert records.fusion == "learned"
     pages = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
-                   filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s)
+                   filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
     assert pages.fusion.startswith("rrf (learned fusion was trained on records")
 
 
-def test_a_model_that_does_not_fit_the_settings_falls_back_and_says_why(demo_index):
+def test_a_model_that_does_not_fit_the_settings_falls_back_and_says_why(demo_index, workspace_of):
     s = demo_index.replace(fusion="learned", learned_model="", bm25_k1=0.9, learned_fallback="rrf")
     ranking = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
-                     filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s)
+                     filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
     assert ranking.fusion == ("rrf (the learned fusion model does not fit: "
                               "it assumes bm25_k1=1.5 and bm25_k1=0.9 is in force)")
     assert all(h.learned is None for h in ranking.hits)

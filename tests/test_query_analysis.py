@@ -144,14 +144,15 @@ def test_document_period_of_each_demo_report(demo_index):
     assert found["guidance"].period is None
 
 
-def test_whole_index_question_goes_to_its_years_report(demo_index):
+def test_whole_index_question_goes_to_its_years_report(demo_index, workspace_of):
     """Real reports: a question naming its year is answered from that year's report only."""
     question = "What was the Core Capital Resource Limit for the year ended 31 March 2022?"
-    ranking = search(question, k=10, settings=demo_index, query_analysis=True, period_filter=True)
+    ranking = search(question, k=10, settings=demo_index,
+                     workspace=workspace_of(demo_index), query_analysis=True, period_filter=True)
     assert ranking.filters["doc_ids"] == ["Grampian-2021-2022"]
     assert {h.chunk.doc_id for h in ranking.hits} == {"Grampian-2021-2022"}
     assert all(h.doc_period == "2021/22" and h.period_match == 1.0 for h in ranking.hits)
-    undated = search("What is a Natech accident?", k=10, settings=demo_index,
+    undated = search("What is a Natech accident?", k=10, settings=demo_index, workspace=workspace_of(demo_index),
                      query_analysis=True, period_filter=True)
     assert "doc_ids" not in undated.filters and undated.hits[0].chunk.doc_id == "guidance"
 

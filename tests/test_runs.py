@@ -39,9 +39,10 @@ def run_settings(demo_index, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def hybrid_run(gold_path, run_settings):
+def hybrid_run(gold_path, run_settings, workspace_of):
     """One hybrid run shared by the read-only tests below (the only run written to runs_dir)."""
-    return evaluate([gold_path], mode="hybrid", ks=(1, 3, 5), settings=run_settings)
+    return evaluate([gold_path], mode="hybrid", ks=(1, 3, 5), settings=run_settings,
+                    workspace=workspace_of(run_settings))
 
 
 def _by_id(report):
@@ -53,9 +54,10 @@ def test_report_is_written_under_runs_dir(hybrid_run, run_settings):
     assert json.loads(hybrid_run.path.read_text(encoding="utf-8"))["run_id"] == hybrid_run.run_id
 
 
-def test_repeated_run_gives_byte_identical_report_apart_from_timings(hybrid_run, gold_path, run_settings):
+def test_repeated_run_gives_byte_identical_report_apart_from_timings(hybrid_run, gold_path, run_settings, workspace_of):
     first_bytes = hybrid_run.path.read_bytes()
-    again = evaluate([gold_path], mode="hybrid", ks=(1, 3, 5), settings=run_settings)
+    again = evaluate([gold_path], mode="hybrid", ks=(1, 3, 5), settings=run_settings,
+                     workspace=workspace_of(run_settings))
     assert again.run_id == hybrid_run.run_id
     strip = lambda raw: canonical_json({k: v for k, v in json.loads(raw).items() if k != "timings"})  # noqa: E731
     assert strip(first_bytes) == strip(again.path.read_bytes())
@@ -112,9 +114,10 @@ def test_rank_survival_never_decreases(hybrid_run):
     assert shares == sorted(shares)
 
 
-def test_record_level_gold_set_is_evaluated_on_records(run_settings):
+def test_record_level_gold_set_is_evaluated_on_records(run_settings, workspace_of):
     gold = Path(__file__).resolve().parents[1] / "data/benchmarks/natech/guidance.gold.json"
-    report = evaluate([gold], mode="bm25", ks=(1, 5), settings=run_settings, write=False)
+    report = evaluate([gold], mode="bm25", ks=(1, 5), settings=run_settings,
+                      workspace=workspace_of(run_settings), write=False)
     assert report.data["findings"] == []
     assert all(q["failure"]["code"] != "FP1" for q in report.data["queries"])
     assert all(item["unit"].startswith("guidance#") for q in report.data["queries"] for item in q["ranked"])
@@ -139,8 +142,9 @@ def test_run_compared_with_itself_shows_no_difference(hybrid_run):
     assert all(v.startswith("no measurable difference") for v in result.verdicts)
 
 
-def test_compare_lists_improved_queries(hybrid_run, gold_path, run_settings):
-    dense = evaluate([gold_path], mode="dense", ks=(1, 3, 5), settings=run_settings, write=False)
+def test_compare_lists_improved_queries(hybrid_run, gold_path, run_settings, workspace_of):
+    dense = evaluate([gold_path], mode="dense", ks=(1, 3, 5), settings=run_settings,
+                     workspace=workspace_of(run_settings), write=False)
     result = compare(dense, hybrid_run)
     ranks = {q["query_id"]: (q["first_relevant_rank"], _by_id(hybrid_run)[q["query_id"]]["first_relevant_rank"])
              for q in dense.data["queries"]}

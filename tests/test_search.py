@@ -171,21 +171,19 @@ def test_bm25_index_is_cached_and_rebuilt_when_the_store_changes(tmp_path, embed
     store = workspace.store
     first = workspace.lexical()
     assert workspace.lexical() is first
-    assert search("lightning strike on tank roof", "bm25", 5, settings=settings).hits[0].chunk.chunk_id \
-        == "guidance-4.1"
+    assert search("lightning strike on tank roof", "bm25", 5, settings=settings,
+                  workspace=workspace).hits[0].chunk.chunk_id == "guidance-4.1"
     added = Chunk(chunk_id="report-p9-0", doc_id="report", page=9, position=0, quality="clean",
                   text="A lightning strike on a tank roof started a fire in 2021.", n_tokens=12)
     store.upsert([added], embedder.encode([added.text]))
     store.set_content_marker("test-added")
     assert workspace.lexical() is not first
-    assert search("lightning strike on tank roof", "bm25", 5, settings=settings).hits[0].chunk.chunk_id \
-        == "report-p9-0"
+    assert search("lightning strike on tank roof", "bm25", 5, settings=settings,
+                  workspace=workspace).hits[0].chunk.chunk_id == "report-p9-0"
 
 
-def test_repeated_question_is_embedded_once_per_process(small_index, embedder):
+def test_repeated_question_is_embedded_once_per_workspace(small_index, embedder):
     class Counting:
-        model_name = "counting-wrapper"
-
         def __init__(self):
             self.calls = 0
 
@@ -194,8 +192,9 @@ def test_repeated_question_is_embedded_once_per_process(small_index, embedder):
             return embedder.encode(texts)
 
     counting = Counting()
-    first = search("storage tanks and floods", "dense", 3, settings=small_index, embedder=counting)
-    again = search("storage tanks and floods", "hybrid", 3, settings=small_index, embedder=counting,
+    workspace = Workspace(small_index, embedder=counting)
+    first = search("storage tanks and floods", "dense", 3, settings=small_index, workspace=workspace)
+    again = search("storage tanks and floods", "hybrid", 3, settings=small_index, workspace=workspace,
                    weight_bm25=2.0)
     assert counting.calls == 1
     assert again.hits[0].per_engine["dense"].score == first.hits[0].per_engine["dense"].score

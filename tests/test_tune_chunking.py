@@ -15,6 +15,7 @@ from ragloupe.evaluate import tuning as T
 from ragloupe.evaluate.tune_indexes import SCRATCH_DIR
 from ragloupe.index.manifest import Manifest
 from ragloupe.ui.tuning_view import chunking_rows
+from ragloupe.workspace import Workspace
 
 PLANT_PAGES = (
     ["Cooling water intake screens are cleaned every week during the summer algae season."],
@@ -67,7 +68,8 @@ def test_chunking_variant_is_scored_on_a_scratch_index_built_once(two_documents,
     settings, gold = two_documents
     main_dir = settings.path("index_dir")
     before = _snapshot(main_dir)
-    first = T.tune(gold, settings=settings, embedder=embedder, configs=_configs(settings), chunking="64/16")
+    first = T.tune(gold, settings=settings, workspace=Workspace(settings, embedder=embedder),
+                    configs=_configs(settings), chunking="64/16")
 
     scratch = [i for i in first.timings["indexes"] if i["scratch"]]
     assert [i["chunking"] for i in scratch] == ["64/16"] and scratch[0]["built"]
@@ -80,7 +82,8 @@ def test_chunking_variant_is_scored_on_a_scratch_index_built_once(two_documents,
     assert held.shaping_settings["chunk_tokens"] == 64 and held.shaping_settings["chunk_overlap"] == 16
     manifest_mtime = (scratch_dir / "manifest.json").stat().st_mtime_ns
 
-    second = T.tune(gold, settings=settings, embedder=embedder, configs=_configs(settings), chunking="64/16")
+    second = T.tune(gold, settings=settings, workspace=Workspace(settings, embedder=embedder),
+                     configs=_configs(settings), chunking="64/16")
     reused = [i for i in second.timings["indexes"] if i["scratch"]][0]
     assert not reused["built"] and reused["index_dir"] == str(scratch_dir)
     assert (scratch_dir / "manifest.json").stat().st_mtime_ns == manifest_mtime
@@ -90,7 +93,8 @@ def test_chunking_variant_is_scored_on_a_scratch_index_built_once(two_documents,
 
 def test_every_configuration_is_scored_on_both_chunkings_and_folds_hold_one_document_out(two_documents, embedder):
     settings, gold = two_documents
-    report = T.tune(gold, settings=settings, embedder=embedder, configs=_configs(settings), chunking="64/16")
+    report = T.tune(gold, settings=settings, workspace=Workspace(settings, embedder=embedder),
+                     configs=_configs(settings), chunking="64/16")
     data = report.data
     n = len(_configs(settings))
     assert data["n_configs"] == 2 * n

@@ -12,17 +12,18 @@ index.derived_saved) when they match its content, else built and saved. Nothing 
 nothing, and a test that builds its own gets fresh state.
 
 Faces build one at their edge (``cli``: per command; ``api/resources.py``:
-per server; ``ui/cache.py``: per index, with st.cache_resource) and hand it
-to fetch()/search(); the pipeline never opens a store or loads a model of its
-own. The store and the embedder are opened on first use, so a command that
-only reads chunks never loads the model.
+per server; ``ui/cache.py``: per index, with st.cache_resource; a benchmark:
+per index it measures) and hand it to the pipeline; the pipeline never opens
+a store or loads a model of its own, and keeps no workspace between calls
+(search() or evaluate() called without one build one for that call alone).
+The store and the embedder are opened on first use, so a command that only
+reads chunks never loads the model.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
-import weakref
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
@@ -226,31 +227,3 @@ class Workspace:
         other._embedder = embedder
         return other
 
-
-# --- for callers that bring no workspace ------------------------------------------
-#
-# A face builds its workspace and passes it. A caller that passes only a store
-# (and maybe an embedder), or only settings, gets the workspace kept for that
-# store handle or that index location, so its next call finds the BM25 and the
-# views built. This is the one place such state is kept; it goes when every
-# caller passes a workspace.
-
-_lock = threading.Lock()
-_around_store: "weakref.WeakKeyDictionary[Any, Workspace]" = weakref.WeakKeyDictionary()
-_by_location: ContentCache = ContentCache(size=2)
-
-
-def workspace_for(settings: Settings, store: Any = None, embedder: Any = None) -> Workspace:
-    """The workspace of ``store`` (or of the settings' index location, without one), with ``embedder``."""
-    if store is None:
-        location = (settings.chroma_host, settings.chroma_port, str(settings.path("index_dir")), settings.collection,
-                    settings.embedding_model, settings.embedding_backend, settings.device)
-        return _by_location.get(location, lambda: Workspace(settings)).with_embedder(embedder)
-    with _lock:
-        try:
-            found = _around_store.get(store)
-        except TypeError:  # a store that cannot be weakly referenced: a workspace for this call
-            return Workspace(settings, store=store, embedder=embedder)
-        if found is None:
-            found = _around_store[store] = Workspace(settings, store=store)
-    return found.with_embedder(embedder)

@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_chat(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> CommandResult:
     from ragloupe.config import get_settings
     from ragloupe.generate.conversation import Conversation
+    from ragloupe.workspace import Workspace
 
     settings = get_settings()
     if args.backend:
@@ -47,7 +48,8 @@ def run_chat(args: argparse.Namespace, stdin: TextIO | None = None, stdout: Text
     if args.gates is not None:
         settings = settings.replace(answer_gates=args.gates)
     conversation = Conversation(settings, mode=args.mode, k=args.k,
-                                filters={"doc_ids": args.doc_ids} if args.doc_ids else None)
+                                filters={"doc_ids": args.doc_ids} if args.doc_ids else None,
+                                search_kwargs={"workspace": Workspace(settings)})  # every turn searches through it
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     say = _printer(stdout)
     say("ragloupe chat: ask about the indexed documents; /help for commands, /quit to leave.")

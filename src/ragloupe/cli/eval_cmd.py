@@ -72,8 +72,10 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.runs import evaluate, normalise_ks
     from ragloupe.evaluate.usersets import resolve_goldset
+    from ragloupe.workspace import Workspace
 
     settings = settings_with(args.overrides)
+    workspace = Workspace(settings)  # the command's: the store opened, the model loaded on first use
     ks = normalise_ks(args.k)
     floors = parse_floors(args.fail_under) if args.fail_under else {}
     check_floors_exist(floors, ks)
@@ -84,13 +86,13 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
         except RagloupeError as exc:  # one unreadable gold set does not stop the others
             load_errors.append(str(exc))
     if args.validate_only:
-        return _validate(goldsets, load_errors, settings)
+        return _validate(goldsets, load_errors, settings, workspace.store)
     if not goldsets:
         raise BadOption("no readable gold set: " + "; ".join(load_errors))
     if args.run or args.retriever:
-        return handle_outside(args, goldsets, load_errors, settings, ks, floors)
+        return handle_outside(args, goldsets, load_errors, settings, ks, floors, workspace)
     report = evaluate(goldsets, mode=args.mode or settings.mode, ks=ks, scope=args.scope,
-                      settings=settings, answers=args.answers, failure_k=args.failure_k)
+                      settings=settings, answers=args.answers, failure_k=args.failure_k, workspace=workspace)
     data = {"run_id": report.run_id, "path": str(report.path), "load_errors": load_errors,
             "metrics": report.data["metrics"]["all"],
             "metrics_excluding_flagged": report.data["metrics"]["excluding_flagged"],
@@ -102,12 +104,12 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
     return gate_floors(CommandResult(data, render_run(report, load_errors)), report, floors)
 
 
-def _validate(goldsets, load_errors: list[str], settings: Settings) -> CommandResult:
+def _validate(goldsets, load_errors: list[str], settings: Settings, store) -> CommandResult:
     from ragloupe.evaluate.goldset import all_findings
     from ragloupe.evaluate.runs import index_snapshot
 
     doc_ids = sorted({q.doc_id for g in goldsets for q in g.queries})
-    snapshot = index_snapshot(settings, doc_ids) if goldsets else None
+    snapshot = index_snapshot(settings, doc_ids, store) if goldsets else None
     findings = all_findings(goldsets, snapshot.documents if snapshot else {})
     lines = [f"{g.name}: {g.format} format, {len(g.queries)} questions" for g in goldsets]
     lines += [f"cannot load: {e}" for e in load_errors]
@@ -118,7 +120,7 @@ def _validate(goldsets, load_errors: list[str], settings: Settings) -> CommandRe
         from ragloupe.evaluate.coverage_sources import coverage_report
         from ragloupe.evaluate.coverage_text import render_lines
 
-        data["coverage"] = coverage_report(goldsets, settings, None, settings.mode)
+        data["coverage"] = coverage_report(goldsets, settings, store, settings.mode)
         lines += ["", *render_lines(data["coverage"])]
     bad = bool(load_errors or any(f.severity == "error" for f in findings))
     return CommandResult(data, "\n".join(lines), exit_code=1 if bad else 0)

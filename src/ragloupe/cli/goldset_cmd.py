@@ -59,23 +59,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.workspace import Workspace
+
     settings = get_settings()
+    workspace = Workspace(settings)  # the command's: its store opened when an action first reads it
     return {"add": _add, "list": _list, "rm": _rm, "validate": _validate, "draft": _draft,
-            "accept": _accept, "dismiss": _dismiss}[args.action](args, settings)
+            "accept": _accept, "dismiss": _dismiss}[args.action](args, settings, workspace)
 
 
-def _snapshot(settings: Settings, doc_ids):
+def _snapshot(settings: Settings, doc_ids, workspace):
     from ragloupe.evaluate.runs import index_snapshot
 
-    return index_snapshot(settings, sorted(doc_ids))
+    return index_snapshot(settings, sorted(doc_ids), workspace.store)
 
 
-def _add(args, settings: Settings) -> CommandResult:
+def _add(args, settings: Settings, workspace) -> CommandResult:
     from ragloupe.evaluate.usersets import NewItem, add_item
 
     item = NewItem(args.question, args.doc, page=args.page, record_id=args.record or "",
                    answer=args.answer, by=args.by, via="cli")
-    snapshot = _snapshot(settings, [args.doc])
+    snapshot = _snapshot(settings, [args.doc], workspace)
     entry, warnings = add_item(settings, args.name, item, snapshot.documents,
                                snapshot.unit_texts.get(item.unit))
     lines = [f"{args.name}: added {entry['query_id']} ({item.unit}): {entry['question']}"]
@@ -83,7 +86,7 @@ def _add(args, settings: Settings) -> CommandResult:
     return CommandResult({"item": entry, "warnings": warnings}, "\n".join(lines))
 
 
-def _list(args, settings: Settings) -> CommandResult:
+def _list(args, settings: Settings, workspace=None) -> CommandResult:
     from ragloupe.errors import RagloupeError
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.usersets import goldset_path, goldsets_dir, list_user_goldsets
@@ -109,7 +112,7 @@ def _list(args, settings: Settings) -> CommandResult:
     return CommandResult(rows, "\n".join(lines))
 
 
-def _rm(args, settings: Settings) -> CommandResult:
+def _rm(args, settings: Settings, workspace=None) -> CommandResult:
     from ragloupe.cli.eval_cmd import BadOption
     from ragloupe.evaluate.usersets import delete_goldset, remove_items
 
@@ -122,7 +125,7 @@ def _rm(args, settings: Settings) -> CommandResult:
     return CommandResult({"removed": removed}, f"{args.name}: removed {', '.join(removed)}")
 
 
-def _validate(args, settings: Settings) -> CommandResult:
+def _validate(args, settings: Settings, workspace) -> CommandResult:
     from ragloupe.errors import RagloupeError
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.usersets import check_goldset, resolve_goldset
@@ -136,7 +139,7 @@ def _validate(args, settings: Settings) -> CommandResult:
             data.append({"ref": ref, "error": str(exc)})
             bad = True
             continue
-        findings = check_goldset(goldset, _snapshot(settings, {q.doc_id for q in goldset.queries}))
+        findings = check_goldset(goldset, _snapshot(settings, {q.doc_id for q in goldset.queries}, workspace))
         bad = bad or any(f.severity == "error" for f in findings)
         lines.append(f"{goldset.name}: {len(goldset.queries)} questions, {len(findings)} finding(s)")
         lines += [f"  {f.severity}: {f.message}" for f in findings]
@@ -145,10 +148,10 @@ def _validate(args, settings: Settings) -> CommandResult:
     return CommandResult(data, "\n".join(lines), exit_code=1 if bad else 0)
 
 
-def _draft(args, settings: Settings) -> CommandResult:
+def _draft(args, settings: Settings, workspace) -> CommandResult:
     from ragloupe.evaluate.drafting import draft_for
 
-    body = draft_for(settings, args.name, args.n)
+    body = draft_for(settings, args.name, args.n, workspace)
     meta = body["_meta"]
     lines = [f"{args.name}: {meta['offered']} of {meta['units_sampled']} drafts offered "
              f"(model {meta['model']}, prompt {meta['prompt_sha256'][:12]}, seed {meta['seed']})"]
@@ -159,7 +162,7 @@ def _draft(args, settings: Settings) -> CommandResult:
     return CommandResult(body, "\n".join(lines))
 
 
-def _accept(args, settings: Settings) -> CommandResult:
+def _accept(args, settings: Settings, workspace) -> CommandResult:
     from ragloupe.cli.eval_cmd import BadOption
     from ragloupe.evaluate.usersets import accept_drafts, read_drafts
 
@@ -168,7 +171,7 @@ def _accept(args, settings: Settings) -> CommandResult:
            else list(args.draft_ids))
     if not ids:
         raise BadOption(f"{args.name}: no draft to accept (name DRAFT_IDs, or --all)")
-    snapshot = _snapshot(settings, {d["doc_id"] for d in body["drafts"]})
+    snapshot = _snapshot(settings, {d["doc_id"] for d in body["drafts"]}, workspace)
     entries, warnings = accept_drafts(settings, args.name, ids, snapshot.documents, snapshot.unit_texts,
                                       by=args.by)
     lines = [f"{args.name}: accepted {len(entries)} draft(s) as "
@@ -176,7 +179,7 @@ def _accept(args, settings: Settings) -> CommandResult:
     return CommandResult({"items": entries, "warnings": warnings}, "\n".join(lines))
 
 
-def _dismiss(args, settings: Settings) -> CommandResult:
+def _dismiss(args, settings: Settings, workspace=None) -> CommandResult:
     from ragloupe.evaluate.usersets import dismiss_drafts
 
     dismiss_drafts(settings, args.name, list(args.draft_ids))

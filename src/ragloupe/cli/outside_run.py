@@ -37,7 +37,9 @@ def add_outside_options(parser: argparse.ArgumentParser) -> None:
 
 
 def handle_outside(args: argparse.Namespace, goldsets: list, load_errors: list[str], settings: Settings,
-                   ks: Sequence[int], floors: dict) -> CommandResult:
+                   ks: Sequence[int], floors: dict, workspace) -> CommandResult:
+    """Score an outside run (a file, or a function called per question), then run and pair each
+    ragloupe mode it is compared with, through the command's ``workspace``."""
     from ragloupe.cli.eval_cmd import BadOption, render_comparison, render_run
     from ragloupe.evaluate.compare import compare
     from ragloupe.evaluate.outside import (OutsideRunInvalid, load_retriever, parse_run_file, rank_with,
@@ -57,7 +59,8 @@ def handle_outside(args: argparse.Namespace, goldsets: list, load_errors: list[s
         outside = dataclasses.replace(outside, label=args.label)
     try:
         report = score_outside(goldsets, outside, settings, ks=ks, scope=args.scope,
-                               failure_k=args.failure_k, missing_as_empty=args.missing_as_empty)
+                               failure_k=args.failure_k, missing_as_empty=args.missing_as_empty,
+                               store=workspace.store)
     except OutsideRunInvalid as exc:
         return _refused(outside.label, exc.problems)
     report = save_report(report, settings)
@@ -65,7 +68,7 @@ def handle_outside(args: argparse.Namespace, goldsets: list, load_errors: list[s
     comparisons = []
     for mode in _against(args.against, settings):
         baseline = evaluate(goldsets, mode=mode, ks=ks, scope=args.scope, settings=settings,
-                            failure_k=args.failure_k)
+                            failure_k=args.failure_k, workspace=workspace)
         comparison = compare(baseline, report)
         comparisons.append(comparison.as_dict())
         lines += ["", f"--- {outside.label} against ragloupe {mode} (A = ragloupe, B = {outside.label})",

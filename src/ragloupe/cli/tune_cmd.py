@@ -73,8 +73,10 @@ def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.tune_indexes import parse_chunking
     from ragloupe.evaluate.tuning import tune
+    from ragloupe.workspace import Workspace
 
     settings = settings_with(args.overrides)
+    workspace = Workspace(settings)  # the command's: the sweep and the coverage audit read through it
     chunking = [v.label() for v in parse_chunking(args.chunking)]  # a bad value fails before any work
     paths = [Path(p) for p in args.goldsets] or default_goldsets()
     if not paths:
@@ -84,15 +86,16 @@ def handle(args: argparse.Namespace) -> CommandResult:
         from ragloupe.evaluate.tuning import train_learned
 
         out = Path(args.out) if args.out else settings.path("runs_dir") / "learned-model.json"
-        trained = train_learned(goldsets, out, settings)
+        trained = train_learned(goldsets, out, settings, workspace)
         held = trained["leave_one_group_out"]
         text = [f"learned fusion model written to {trained['path']} ({trained['n_questions']} questions)"]
         if held:
             text.append(f"leave-one-document-out: Hit@1 {held['hit@1']:.3f}, MRR {held['mrr']:.3f}")
         text.append(f"use it with RAGLOUPE_FUSION=learned RAGLOUPE_LEARNED_MODEL={trained['path']}")
-        trained["coverage"] = _trained_coverage(goldsets, Path(trained["path"]), settings)
+        trained["coverage"] = _trained_coverage(goldsets, Path(trained["path"]), settings, workspace.store)
         return CommandResult(trained, "\n".join(text + ["", *render_lines(trained["coverage"])]))
-    report = tune(goldsets, scope=args.scope, space=args.space, settings=settings, chunking=chunking)
+    report = tune(goldsets, scope=args.scope, space=args.space, settings=settings, workspace=workspace,
+                  chunking=chunking)
     applied, apply_note = False, ""
     if args.apply:
         applied, apply_note = apply_to_env(report, Path(args.env_file) if args.env_file else None)
@@ -101,13 +104,13 @@ def handle(args: argparse.Namespace) -> CommandResult:
     return CommandResult(data, render(report, apply_note))
 
 
-def _trained_coverage(goldsets, path: Path, settings) -> dict:
+def _trained_coverage(goldsets, path: Path, settings, store) -> dict:
     """The coverage audit of the gold sets, with the weights of the model just trained on them."""
     from ragloupe.evaluate.coverage_sources import coverage_report, model_weights
     from ragloupe.retrieve import learned
 
     model = learned.from_json(path.read_text(encoding="utf-8"), str(path))
-    return coverage_report(goldsets, settings, None, models=[model_weights("the model just trained", model, goldsets)])
+    return coverage_report(goldsets, settings, store, models=[model_weights("the model just trained", model, goldsets)])
 
 
 def summary(report) -> dict:

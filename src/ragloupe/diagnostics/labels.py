@@ -15,8 +15,9 @@ from ragloupe.models import Ranking
 
 
 def label_row(settings: Settings, goldset: str, question: str, row: ComparisonRow, answer: str = "",
-              by: str = "", store=None) -> tuple[dict, list[str]]:
-    """Add ``question`` with the row's unit as its gold to ``goldset``: (the stored item, warnings)."""
+              by: str = "", *, store) -> tuple[dict, list[str]]:
+    """Add ``question`` with the row's unit as its gold to ``goldset``: (the stored item, warnings);
+    ``store`` is the index the row came from."""
     from ragloupe.evaluate.runs import index_snapshot
     from ragloupe.evaluate.usersets import NewItem, add_item
 
@@ -27,15 +28,15 @@ def label_row(settings: Settings, goldset: str, question: str, row: ComparisonRo
 
 
 def rank_modes(question: str, modes: Sequence[str], k: int, filters: dict, overrides: Mapping[str, Any],
-               settings: Settings, store=None, embedder=None) -> dict[str, Ranking]:
+               settings: Settings, *, workspace) -> dict[str, Ranking]:
     """Each mode's whole candidate list for the question, every hit with both engines' ranks.
 
     k is at least the candidate window, so a unit one mode ranks 3rd and another
     37th shows 37, not "—"; explain runs both engines in every mode, so a
-    dense-only mode still shows BM25's rank.
+    dense-only mode still shows BM25's rank. ``workspace``: the face's (ragloupe.workspace).
     """
     from ragloupe.retrieve.search import search
 
     depth = max(int(k), int(settings.candidate_window))
     return {mode: search(question, mode=mode, k=depth, filters=filters, settings=settings, explain=True,
-                         store=store, embedder=embedder, **overrides) for mode in modes}
+                         workspace=workspace, **overrides) for mode in modes}

@@ -18,8 +18,9 @@ class OutsideResult:
 
 
 def score_and_compare(settings: Settings, name: str, text: str, goldset_paths: Sequence[Path],
-                      modes: Sequence[str], store=None, embedder=None) -> OutsideResult:
-    """Parse, score and save the run (only when every line is good), then run and pair each mode."""
+                      modes: Sequence[str], workspace) -> OutsideResult:
+    """Parse, score and save the run (only when every line is good), then run and pair each mode,
+    all through the face's ``workspace`` (ragloupe.workspace)."""
     from ragloupe.evaluate.compare import compare
     from ragloupe.evaluate.goldset import load_goldsets
     from ragloupe.evaluate.outside import OutsideRunInvalid, parse_run_text, score_outside
@@ -27,11 +28,12 @@ def score_and_compare(settings: Settings, name: str, text: str, goldset_paths: S
 
     goldsets = load_goldsets(goldset_paths)
     try:
-        report = score_outside(goldsets, parse_run_text(text, name), settings, store=store)
+        report = score_outside(goldsets, parse_run_text(text, name), settings,
+                               store=workspace.store)
     except OutsideRunInvalid as exc:
         return OutsideResult(problems=exc.problems)
     report = save_report(report, settings)
     ks, scope = report.data["ks"], report.data["scope"]
-    baselines = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, settings=settings, store=store,
-                          embedder=embedder) for mode in modes]
+    baselines = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, settings=settings, workspace=workspace)
+                 for mode in modes]
     return OutsideResult(report, baselines, [compare(b, report) for b in baselines])

@@ -58,10 +58,6 @@ def model_weights(label: str, model, goldsets: Sequence[GoldSet]) -> C.ModelWeig
 def coverage_report(goldsets: Sequence[GoldSet], settings: Settings, store, mode: str | None = None,
                     models: Sequence[C.ModelWeights] = ()) -> dict:
     """The coverage section of a run or tuning report; ``mode`` adds the model in force under it."""
-    if store is None:
-        from ragloupe.index.store import open_store
-
-        store = open_store(settings)
     layouts = document_layouts(settings, (q.doc_id for g in goldsets for q in g.queries), store)
     in_force = model_in_force(settings, mode, goldsets) if mode else []
     return _rounded(C.audit(goldsets, layouts, [*in_force, *models]))

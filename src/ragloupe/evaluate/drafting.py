@@ -227,15 +227,16 @@ def no_llm_reason(client) -> str:
 
 
 
-def draft_for(settings: Settings, name: str, n: int, store=None, client=None, embedder=None) -> dict:
+def draft_for(settings: Settings, name: str, n: int, workspace, client=None) -> dict:
     """Draft ``n`` questions for the gold set ``name`` from the whole index and save them as its drafts.
+
+    ``workspace`` (ragloupe.workspace): the caller's open index; its BM25 ranks every draft.
 
     LlmUnavailable, saying what to configure, when no LLM answers; nothing is saved then.
     """
     from ragloupe.evaluate import usersets
     from ragloupe.generate.llm import get_client
     from ragloupe.retrieve.search import search
-    from ragloupe.workspace import workspace_for
 
     if n < 1:
         raise usersets.GoldSetInvalid("ask for at least one draft")
@@ -243,7 +244,6 @@ def draft_for(settings: Settings, name: str, n: int, store=None, client=None, em
     problem = no_llm_reason(client)
     if problem:
         raise LlmUnavailable(problem)
-    workspace = workspace_for(settings, store, embedder)
     try:
         existing = [str(q.get("question", "")) for q in usersets.read_goldset(settings, name)["queries"]]
     except usersets.GoldSetInvalid:

@@ -299,8 +299,9 @@ def resolve(outside: OutsideRanking, queries: Sequence[GoldQuery], documents: Ma
 def score_outside(goldsets: Sequence[GoldSet | str | Path], outside: OutsideRanking, settings: Settings,
                   ks: Sequence[int] = M.DEFAULT_KS, scope: str = "doc", failure_k: int = 1,
                   missing_as_empty: bool = False, snapshot: IndexSnapshot | None = None,
-                  store=None) -> RunReport:
-    """The run report of an outside ranking (not written); OutsideRunInvalid listing every problem."""
+                  *, store) -> RunReport:
+    """The run report of an outside ranking (not written); OutsideRunInvalid listing every problem.
+    ``store``: the index the gold units are looked up in."""
     ks = normalise_ks(ks)
     sets = load_goldsets(goldsets)
     queries = [q for g in sets for q in g.queries]

@@ -89,14 +89,16 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
              ks: Sequence[int] = M.DEFAULT_KS, scope: str = "doc", settings: Settings | None = None,
              answers: bool = False, failure_k: int = 1, write: bool = True,
              search_fn: SearchFn | None = None, snapshot: IndexSnapshot | None = None,
-             answer_fn: Callable | None = None, store=None, embedder=None) -> RunReport:
+             answer_fn: Callable | None = None, workspace=None) -> RunReport:
     """Run every gold question through search() and write the report under runs_dir.
 
     ``scope="doc"`` filters each question to its gold document; ``"all"``
     searches the whole index. ``failure_k`` is the cutoff the failure codes are
     assigned at. ``answers=True`` also generates an answer per question with
-    the configured LLM and assigns FP4-FP7. ``search_fn``, ``snapshot``,
-    ``store`` and ``embedder`` let a sweep reuse open resources.
+    the configured LLM and assigns FP4-FP7. ``workspace`` (ragloupe.workspace)
+    is the caller's open index and model; without one, a Workspace of
+    ``settings`` is built for this run and every question searches through it.
+    ``search_fn`` and ``snapshot`` let a sweep reuse what it already has.
     """
     settings = settings or get_settings()
     ks = normalise_ks(ks)
@@ -105,10 +107,11 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
 
-    if store is None or snapshot is None:
-        from ragloupe.index.store import open_store
+    if workspace is None:
+        from ragloupe.workspace import Workspace
 
-        store = store or open_store(settings)
+        workspace = Workspace(settings)
+    store = workspace.store
     doc_ids = sorted({q.doc_id for g in sets for q in g.queries})
     snapshot = snapshot or index_snapshot(settings, doc_ids, store)
     if search_fn is None:
@@ -124,7 +127,7 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     results, seconds = [], {"search": [], "answer": []}
     for query in queries:
         t0 = time.perf_counter()
-        ranking = _search_one(query, mode, depth, scope, settings, snapshot, search_fn, store, embedder)
+        ranking = _search_one(query, mode, depth, scope, settings, snapshot, search_fn, workspace)
         seconds["search"].append(time.perf_counter() - t0)
         result = score_query(query, ranking, ks, failure_k, snapshot, settings,
                              audits[(query.goldset, query.query_id)])
@@ -344,7 +347,7 @@ def _failures(results: list[dict], failure_k: int, answers: bool) -> dict:
 
 # --- the index side -------------------------------------------------------------
 
-def index_snapshot(settings: Settings, doc_ids: Iterable[str], store=None) -> IndexSnapshot:
+def index_snapshot(settings: Settings, doc_ids: Iterable[str], store) -> IndexSnapshot:
     """Documents, indexed units, reasons for unindexed units and unit texts, for ``doc_ids``.
 
     Unit texts are the unit's chunks joined in reading order: the text the
@@ -352,10 +355,6 @@ def index_snapshot(settings: Settings, doc_ids: Iterable[str], store=None) -> In
     """
     from ragloupe.index.manifest import Manifest
 
-    if store is None:
-        from ragloupe.index.store import open_store
-
-        store = open_store(settings)
     manifest = Manifest.load(settings)
     documents: dict[str, DocumentInfo] = {}
     notes: dict[str, str] = {}
@@ -389,7 +388,7 @@ def index_snapshot(settings: Settings, doc_ids: Iterable[str], store=None) -> In
 
 
 def _search_one(query: GoldQuery, mode: str, depth: int, scope: str, settings: Settings,
-                snapshot: IndexSnapshot, search_fn: SearchFn, store, embedder) -> Ranking | None:
+                snapshot: IndexSnapshot, search_fn: SearchFn, workspace) -> Ranking | None:
     """One question through search(); None when its document is not in the index."""
     if scope == "doc":
         if not any(u.startswith(query.doc_id + "#") for u in snapshot.indexed_units):
@@ -397,12 +396,7 @@ def _search_one(query: GoldQuery, mode: str, depth: int, scope: str, settings: S
         filters = {"doc_ids": [query.doc_id]}
     else:
         filters = None
-    kwargs: dict[str, Any] = {}
-    if store is not None:
-        kwargs["store"] = store
-    if embedder is not None:
-        kwargs["embedder"] = embedder
-    return search_fn(query.question, mode=mode, k=depth, filters=filters, settings=settings, **kwargs)
+    return search_fn(query.question, mode=mode, k=depth, filters=filters, settings=settings, workspace=workspace)
 
 
 def _load_answer_fn() -> Callable:

@@ -134,15 +134,16 @@ def in_force_scores(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], 
 
 
 def train_learned(goldsets: Sequence[GoldSet | str | Path], out: Path, settings: Settings | None = None,
-                  workspace=None, store=None, embedder=None) -> dict:
+                  workspace=None) -> dict:
     """Train learned fusion on every question of the gold sets (settings in force, fusion=learned)
-    and write the model file; returns what was written and the model's leave-one-group-out figure."""
+    and write the model file; returns what was written and the model's leave-one-group-out figure.
+    ``workspace``: the caller's (ragloupe.workspace); without one, a Workspace of ``settings``."""
     from ragloupe.retrieve import learned
-    from ragloupe.workspace import workspace_for
+    from ragloupe.workspace import Workspace
 
     settings = settings or get_settings()
     sets = load_goldsets(goldsets)
-    workspace = workspace if workspace is not None else workspace_for(settings, store, embedder)
+    workspace = workspace if workspace is not None else Workspace(settings)
     questions = indexed_only(tune_questions(sets), workspace.store)
     config = Config.of("hybrid", settings, fusion="learned")
     trainer = LearnedTrainer(config, questions, fetch_all(questions, [config], "doc", settings, workspace),

@@ -61,7 +61,7 @@ Progress = Callable[[float, str], None]
 
 
 def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full",
-         settings: Settings | None = None, workspace=None, store=None, embedder=None, write: bool = True,
+         settings: Settings | None = None, workspace=None, write: bool = True,
          progress: Progress | None = None, configs: Sequence[Config] | None = None,
          chunking: str | Sequence[str] | None = None) -> TuneReport:
     """Search the space with nested leave-one-group-out selection; see the module docstring.
@@ -70,10 +70,10 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     force, each on a scratch index of the gold sets' documents (tune_indexes.py).
     The report's ``coverage`` section is the gold-set coverage audit (coverage_sources.py),
     with the weights of the learned model tune would ship when it selects one.
-    ``workspace``: the caller's (ragloupe.workspace); without one, workspace_for(settings, store, embedder).
+    ``workspace``: the caller's (ragloupe.workspace); without one, a Workspace of ``settings`` for this run.
     """
     from ragloupe.evaluate import tune_indexes as TI
-    from ragloupe.workspace import workspace_for
+    from ragloupe.workspace import Workspace
 
     settings = settings or get_settings()
     if scope not in SCOPES:
@@ -84,7 +84,7 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     questions = tune_questions(sets)
     grouped_folds([q.group for q in questions])  # refuse one group before opening anything
     base_configs = list(configs) if configs is not None else search_space(settings, space, scope)
-    workspace = workspace if workspace is not None else workspace_for(settings, store, embedder)
+    workspace = workspace if workspace is not None else Workspace(settings)
     if workspace.store.count() == 0:
         raise TuningError(f"the index at {settings.path('index_dir')} is empty: run `ragloupe index` first")
     cuts = TI.check_variants(variants, settings, workspace.embedder)  # refuse a bad variant before any build

@@ -56,7 +56,7 @@ class Conversation:
     mode: str | None = None
     k: int = 5
     filters: dict | None = None
-    search_kwargs: dict[str, Any] = field(default_factory=dict)  # store=, embedder=, per-call overrides
+    search_kwargs: dict[str, Any] = field(default_factory=dict)  # workspace= (the face's), per-call overrides
     client: LlmClient | None = None
     turns: list[Turn] = field(default_factory=list)
 

@@ -69,15 +69,17 @@ class Candidates:
 
 
 def fetch(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None,
-          settings: Settings | None = None, *, workspace=None, explain: bool = False, store=None,
-          embedder=None, unit_views: Sequence[str] = (), with_periods: bool = False,
-          **overrides: Any) -> Candidates:
-    """Run the engines for ``query`` through ``workspace`` (without one: workspace_for(settings,
-    store, embedder)); see the module docstring. ``explain`` also runs the engine the mode does not use, so every hit can
-    show both engines' ranks. ``unit_views`` ("records", "all") scores those
-    views' whole-unit signals besides the one in force, and ``with_periods``
-    reads the documents' periods even when the settings do not need them:
-    ``ragloupe tune`` replays other settings over what one fetch returned.
+          settings: Settings | None = None, *, workspace=None, explain: bool = False,
+          unit_views: Sequence[str] = (), with_periods: bool = False, **overrides: Any) -> Candidates:
+    """Run the engines for ``query`` through ``workspace``; see the module docstring.
+
+    Without a workspace, one of ``settings`` is built for this call alone (its
+    caches rebuilt per call, as in search()). ``explain`` also runs the engine
+    the mode does not use, so every hit can show both engines' ranks.
+    ``unit_views`` ("records", "all") scores those views' whole-unit signals
+    besides the one in force, and ``with_periods`` reads the documents' periods
+    even when the settings do not need them: ``ragloupe tune`` replays other
+    settings over what one fetch returned.
     """
     settings = settings or get_settings()
     if overrides:
@@ -93,7 +95,9 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     started = time.perf_counter()
     search_text, rewrite, analysis, expansion = _read_question(query, plan.rewrite, settings, timings)
     if workspace is None:
-        workspace = _workspace_for(settings, store, embedder)
+        from ragloupe.workspace import Workspace
+
+        workspace = Workspace(settings)
     with timed(timings, "setup"):
         store, content = workspace.store, workspace.content_key()
     with workspace.one_content(content):  # the store is asked what it holds once per question
@@ -127,12 +131,6 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
         period_scope=tuple(period_scope), periods=periods, corpus=corpus, views=corpus_views, units=signals,
         model=model,
         assumed=assumed, rewrite=rewrite, timings=timings)
-
-
-def _workspace_for(settings: Settings, store, embedder):
-    from ragloupe.workspace import workspace_for
-
-    return workspace_for(settings, store, embedder)
 
 
 def _corpus_views(corpus, wanted: bool, workspace, timings: dict[str, float]):

@@ -44,26 +44,29 @@ __all__ = ["BASES", "FILTER_KEYS", "MODES", "Candidates", "InvalidSearch", "Mode
 
 
 def search(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None,
-           settings: Settings | None = None, *, workspace=None, explain: bool = False, store=None,
-           embedder=None, **overrides: Any) -> Ranking:
+           settings: Settings | None = None, *, workspace=None, explain: bool = False,
+           **overrides: Any) -> Ranking:
     """Rank chunks for ``query``: replay(fetch(...)); see the module docstring for the flow.
 
     ``overrides`` replace settings for this call only (e.g. ``fusion="minmax"``,
     ``weight_bm25=2``, ``page_aggregation="sum"``), so a sweep needs no
     re-indexing. ``explain`` also runs the engines the mode does not use, so
     every hit shows where the other engine would have put it (the CLI table
-    does this). ``workspace`` (ragloupe.workspace.Workspace) is what a face opened
-    and keeps its caches; without one, the workspace kept for ``store`` (or the
-    settings' index) is used, with ``embedder`` (workspace.workspace_for).
+    does this). ``workspace`` (ragloupe.workspace.Workspace) is what a face opened:
+    the store, the model and the caches built over the index. Without one, a
+    Workspace of ``settings`` is built for this call alone, so the store is opened
+    and the BM25, the documents' periods and learned fusion's corpus views are
+    read or rebuilt on every call (seconds on the demo index): anything that
+    searches more than once passes its own.
     """
     settings = settings or get_settings()
     if overrides:
         settings = settings.replace(**overrides)
     mode = mode or settings.mode
     if workspace is None:
-        from ragloupe.workspace import workspace_for
+        from ragloupe.workspace import Workspace
 
-        workspace = workspace_for(settings, store, embedder)
+        workspace = Workspace(settings)
     candidates = fetch(query, mode, k, filters, settings, workspace=workspace, explain=explain)
     return replay(candidates, ReplayConfig.of(settings, mode, k))
 

@@ -3,7 +3,9 @@ the pages share.
 
 Each function takes the Settings as an unhashed argument (leading underscore)
 and a small string key that says which settings matter to it, so two indexes
-side by side get two stores and a settings change gets fresh objects.
+side by side get two stores and a settings change gets fresh objects. The
+pages search, evaluate and tune through get_workspace(): one Workspace per
+index and model, so nothing the pipeline builds is kept outside it.
 Anything derived from the indexed content (the projection) is also keyed on
 Store.fingerprint(), which changes whenever the index does: a re-index
 invalidates it without a restart.
@@ -74,6 +76,27 @@ def _embedder(key: str, _settings: Settings):
 def get_embedder(settings: Settings):
     """The sentence-transformers embedder for settings.embedding_model."""
     return _embedder(model_key(settings), settings)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _workspace(key: str, _settings: Settings, _store):
+    from ragloupe.workspace import Workspace
+
+    return Workspace(_settings, store=_store, load_embedder=lambda: get_embedder(_settings))
+
+
+def get_workspace(settings: Settings):
+    """The app's Workspace of one index and model (ragloupe.workspace), over get_store() and
+    get_embedder() (the model loaded when a search first needs it): every page and rerun searches
+    through it and shares its BM25, corpus views, periods and learned model. A store reopened by
+    get_store() (its collection was dropped) gets a fresh workspace."""
+    store = get_store(settings)
+    key = json.dumps([store_key(settings), model_key(settings)])
+    workspace = _workspace(key, settings, store)
+    if workspace.store is not store:
+        _workspace.clear()
+        workspace = _workspace(key, settings, store)
+    return workspace
 
 
 @st.cache_resource(show_spinner="Fitting the 2-D map of the chunks (once per index and method: "

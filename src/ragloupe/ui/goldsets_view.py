@@ -84,8 +84,10 @@ def _validate(settings: Settings, name: str) -> None:
     from ragloupe.evaluate.runs import index_snapshot
     from ragloupe.evaluate.usersets import check_goldset, goldset_path
 
+    from ragloupe.ui.cache import get_store
+
     goldset = load_goldset(goldset_path(settings, name))
-    snapshot = index_snapshot(settings, sorted({q.doc_id for q in goldset.queries}))
+    snapshot = index_snapshot(settings, sorted({q.doc_id for q in goldset.queries}), get_store(settings))
     findings = check_goldset(goldset, snapshot)
     if not findings:
         st.success(f"{name}: {len(goldset.queries)} questions, no findings")
@@ -93,8 +95,9 @@ def _validate(settings: Settings, name: str) -> None:
     st.dataframe(pd.DataFrame([f.as_dict() for f in findings]), hide_index=True, width="stretch")
 
 
-def drafts_section(settings: Settings, store, embedder) -> None:
-    """Draft questions with the configured LLM; accept, edit or reject each offered draft."""
+def drafts_section(settings: Settings, workspace) -> None:
+    """Draft questions with the configured LLM; accept, edit or reject each offered draft
+    (``workspace``: the app's, ui.cache.get_workspace)."""
     from ragloupe.evaluate.drafting import draft_for, no_llm_reason
     from ragloupe.generate.llm import get_client
 
@@ -112,11 +115,11 @@ def drafts_section(settings: Settings, store, embedder) -> None:
         clicked = st.form_submit_button(f"Draft with {client.label}")
     if clicked:
         with st.spinner("Drafting…"):
-            draft_for(settings, name.strip(), int(n), store=store, client=client, embedder=embedder)
-    _review_drafts(settings, name.strip())
+            draft_for(settings, name.strip(), int(n), workspace, client=client)
+    _review_drafts(settings, name.strip(), workspace.store)
 
 
-def _review_drafts(settings: Settings, name: str) -> None:
+def _review_drafts(settings: Settings, name: str, store) -> None:
     from ragloupe.evaluate.runs import index_snapshot
     from ragloupe.evaluate.usersets import accept_drafts, dismiss_drafts, read_drafts
 
@@ -138,7 +141,7 @@ def _review_drafts(settings: Settings, name: str) -> None:
             rows = edited.to_dict("records")
             accepted = [r["id"] for r in rows if r["decision"] == "accept"]
             edits = {r["id"]: {"question": r["question"], "answer": r["answer"]} for r in rows}
-            snapshot = index_snapshot(settings, sorted({d["doc_id"] for d in offered}))
+            snapshot = index_snapshot(settings, sorted({d["doc_id"] for d in offered}), store)
             try:
                 entries, warnings = accept_drafts(settings, name, accepted, snapshot.documents,
                                                   snapshot.unit_texts, edits=edits) if accepted else ([], [])
@@ -157,7 +160,7 @@ def _review_drafts(settings: Settings, name: str) -> None:
 
 
 def outside_run_section(settings: Settings, goldset_paths: Mapping[str, Path], modes: list[str],
-                        store=None, embedder=None) -> None:
+                        workspace) -> None:
     """Score an uploaded run file from another system and compare it with ragloupe's modes."""
     st.header("Another system's run")
     st.caption("A TREC run file (qid Q0 docno rank score tag, docno doc_id#pN or a record id) or JSON "
@@ -173,11 +176,11 @@ def outside_run_section(settings: Settings, goldset_paths: Mapping[str, Path], m
             st.warning("Upload a run file and pick the gold sets its questions come from.")
             return
         _score_upload(settings, upload.name, upload.getvalue(), [goldset_paths[n] for n in chosen], against,
-                      store, embedder)
+                      workspace)
 
 
 def _score_upload(settings: Settings, name: str, raw: bytes, paths: list[Path], against: list[str],
-                  store, embedder) -> None:
+                  workspace) -> None:
     from ragloupe.diagnostics.outside_view import score_and_compare
     from ragloupe.ui.tables import comparison_rows, metrics_rows
 
@@ -187,7 +190,7 @@ def _score_upload(settings: Settings, name: str, raw: bytes, paths: list[Path], 
         st.error(md_escape(f"{name}: not a text file (UTF-8 expected)"))
         return
     with st.spinner("Scoring the run and ragloupe's modes…"):
-        result = score_and_compare(settings, name, text, paths, against, store, embedder)
+        result = score_and_compare(settings, name, text, paths, against, workspace)
     if result.problems:
         st.error(md_escape(f"{name}: {len(result.problems)} problem(s); nothing was scored or saved as a run"))
         st.dataframe(pd.DataFrame([p.as_dict() for p in result.problems]), hide_index=True, width="stretch")

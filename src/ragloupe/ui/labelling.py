@@ -13,6 +13,7 @@ KEY = "label"
 def label_form(settings, question: str, row) -> None:
     """Question, answer text and gold set name for the selected row; the item is added on submit."""
     from ragloupe.diagnostics.labels import label_row
+    from ragloupe.ui.cache import get_store
     from ragloupe.evaluate.usersets import list_user_goldsets
 
     existing = [path.stem for path in list_user_goldsets(settings)]
@@ -30,7 +31,8 @@ def label_form(settings, question: str, row) -> None:
         if not st.form_submit_button("Add to the gold set"):
             return
     try:
-        entry, warnings = label_row(settings, goldset.strip(), asked, row, answer, by)
+        entry, warnings = label_row(settings, goldset.strip(), asked, row, answer, by,
+                                    store=get_store(settings))
     except RagloupeError as exc:
         st.error(md_escape(f"Not added: {exc}"))
         return

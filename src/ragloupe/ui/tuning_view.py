@@ -146,8 +146,8 @@ def show_report(report) -> None:
             st.text(line)
 
 
-def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], store, embedder) -> None:
-    """Run tune on chosen gold sets, or show the last tuning run."""
+def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], workspace) -> None:
+    """Run tune on chosen gold sets through the app's ``workspace``, or show the last tuning run."""
     from ragloupe.diagnostics.gold import load_goldsets
     from ragloupe.evaluate.tuning import SPACES, latest_tune, load_tune, tune
 
@@ -175,8 +175,8 @@ def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], store,
         if goldsets:
             bar = st.progress(0.0, text="tuning")
             try:
-                report = tune(goldsets, scope=scope, space=space, settings=settings, store=store,
-                              embedder=embedder, chunking=chunking_text or None,
+                report = tune(goldsets, scope=scope, space=space, settings=settings, workspace=workspace,
+                              chunking=chunking_text or None,
                               progress=lambda share, text: bar.progress(min(share, 1.0), text=text))
                 st.session_state["tune_run"] = str(report.path)
             except RagloupeError as exc:  # a bad chunking value, a source gone since indexing ...

@@ -176,11 +176,12 @@ def show_flash() -> None:
 
 
 def evaluate_with_progress(goldsets: list, modes: list[str], ks: list[int], scope: str, settings,
-                           store=None, embedder=None) -> list:
+                           workspace) -> list:
     """One evaluation run per mode, with a progress bar that moves per question.
 
     runs.evaluate() has no progress hook, but it asks its ``search_fn`` once
-    per question, so a counting wrapper around search() drives the bar.
+    per question, so a counting wrapper around search() drives the bar. ``workspace``: the
+    app's (ui.cache.get_workspace).
     """
     from ragloupe.evaluate.runs import evaluate
     from ragloupe.retrieve.search import search
@@ -197,7 +198,7 @@ def evaluate_with_progress(goldsets: list, modes: list[str], ks: list[int], scop
         return ranking
 
     reports = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, settings=settings,
-                        search_fn=counting_search, store=store, embedder=embedder)
+                        search_fn=counting_search, workspace=workspace)
                for mode in modes]
     bar.progress(1.0, text=f"Done: {len(reports)} run(s) written to {settings.path('runs_dir')}")
     return reports
