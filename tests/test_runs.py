@@ -188,7 +188,7 @@ def test_fp2_notes_when_the_top_unit_also_holds_the_answer(settings):
     snapshot = IndexSnapshot({}, frozenset(texts), {}, texts, "fp")
     query = GoldQuery("q1", "cash?", "d", expected_pages=(28,), expected_answer="£1,298,124 (£000)",
                       answer_type="number", goldset="g")
-    result = score_query(query, ranking, (1, 3), 1, snapshot, settings,
+    result = score_query(query, ranking, (1, 3), 1, snapshot, int(settings.top_k),
                          LabelAudit("q1", "g", "found", False))
     assert result["failure"]["code"] == "FP2"
     assert result["failure"]["details"]["top_unit_holds_answer"] is True

@@ -129,7 +129,7 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
         t0 = time.perf_counter()
         ranking = _search_one(query, mode, depth, scope, settings, snapshot, search_fn, workspace)
         seconds["search"].append(time.perf_counter() - t0)
-        result = score_query(query, ranking, ks, failure_k, snapshot, settings,
+        result = score_query(query, ranking, ks, failure_k, snapshot, int(settings.top_k),
                              audits[(query.goldset, query.query_id)])
         if answers:
             t0 = time.perf_counter()
@@ -181,15 +181,16 @@ def normalise_ks(ks: Iterable[int] | str) -> tuple[int, ...]:
 
 
 def score_query(query: GoldQuery, ranking: Ranking | None, ks: Sequence[int], failure_k: int,
-                snapshot: IndexSnapshot, settings: Settings, audit: LabelAudit) -> dict:
-    """Metrics, failure code and ranked units of one query, as a report entry."""
+                snapshot: IndexSnapshot, context_chunks: int, audit: LabelAudit) -> dict:
+    """Metrics, failure code and ranked units of one query, as a report entry; ``context_chunks``
+    (Settings.top_k) is how many hits an answer reads."""
     scores = {p.unit: p.score for p in ranking.pages} if ranking else {}
-    entry = score_view(query, ranking_view(ranking, context_chunks=int(settings.top_k)), scores,
+    entry = score_view(query, ranking_view(ranking, context_chunks=context_chunks), scores,
                        ks, failure_k, snapshot, audit)
     # The question's path: what the engines searched and the chunks they retrieved, as deep as
     # the report lists units or an answer reads.
     entry["query_path"] = query_path(ranking)
-    entry["retrieved_chunk_ids"] = retrieved_chunk_ids(ranking, max(max(ks), int(settings.top_k), RANKED_IN_REPORT))
+    entry["retrieved_chunk_ids"] = retrieved_chunk_ids(ranking, max(max(ks), context_chunks, RANKED_IN_REPORT))
     return entry
 
 

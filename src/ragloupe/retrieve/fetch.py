@@ -71,11 +71,9 @@ class Candidates:
 def fetch(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None,
           settings: Settings | None = None, *, workspace=None, explain: bool = False,
           unit_views: Sequence[str] = (), with_periods: bool = False, **overrides: Any) -> Candidates:
-    """Run the engines for ``query`` through ``workspace``; see the module docstring.
-
-    Without a workspace, one of ``settings`` is built for this call alone (its
-    caches rebuilt per call, as in search()). ``explain`` also runs the engine
-    the mode does not use, so every hit can show both engines' ranks.
+    """Run the engines for ``query`` through ``workspace`` (without one: one for this call alone,
+    its caches rebuilt per call, as in search()); see the module docstring. ``explain`` also
+    runs the engine the mode does not use, so every hit can show both engines' ranks.
     ``unit_views`` ("records", "all") scores those views' whole-unit signals
     besides the one in force, and ``with_periods`` reads the documents' periods
     even when the settings do not need them: ``ragloupe tune`` replays other
@@ -94,10 +92,7 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     timings: dict[str, float] = {}
     started = time.perf_counter()
     search_text, rewrite, analysis, expansion = _read_question(query, plan.rewrite, settings, timings)
-    if workspace is None:
-        from ragloupe.workspace import Workspace
-
-        workspace = Workspace(settings)
+    workspace = workspace if workspace is not None else for_this_call(settings)
     with timed(timings, "setup"):
         store, content = workspace.store, workspace.content_key()
     with workspace.one_content(content):  # the store is asked what it holds once per question
@@ -131,6 +126,13 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
         period_scope=tuple(period_scope), periods=periods, corpus=corpus, views=corpus_views, units=signals,
         model=model,
         assumed=assumed, rewrite=rewrite, timings=timings)
+
+
+def for_this_call(settings: Settings):
+    """A Workspace of ``settings`` for one call of fetch() or search() that was given none."""
+    from ragloupe.workspace import Workspace
+
+    return Workspace(settings)
 
 
 def _corpus_views(corpus, wanted: bool, workspace, timings: dict[str, float]):

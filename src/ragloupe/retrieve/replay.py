@@ -23,11 +23,13 @@ from ragloupe.retrieve import aggregate, cut, fusion, prefer_tables, query_analy
 from ragloupe.retrieve.engines import EngineHit
 from ragloupe.retrieve.fetch import Candidates
 from ragloupe.retrieve.modes import InvalidSearch, ModePlan, check_k, parse_mode, timed
+from ragloupe.retrieve.stage_configs import CutConfig, FusionConfig, RerankConfig, UnitViewConfig
 
 
 @dataclass(frozen=True)
 class ReplayConfig:
-    """The settings the stages after the engines read, and nothing else."""
+    """The settings the stages after the engines read, and nothing else; each stage gets its part
+    (stage_configs.py: for_fusion, for_rerank, for_cut, for_unit_view)."""
 
     mode: str
     k: int
@@ -63,6 +65,20 @@ class ReplayConfig:
         values = {f.name: getattr(settings, f.name) for f in fields(cls) if f.name not in ("mode", "k")}
         return cls(mode=mode or settings.mode, k=check_k(k if k is not None else settings.top_k), **values)
 
+    def for_fusion(self) -> FusionConfig:
+        return FusionConfig(self.fusion, self.weight_dense, self.weight_bm25, self.rrf_k)
+
+    def for_rerank(self) -> RerankConfig:
+        return RerankConfig(self.rerank_window, self.cross_encoder_model, self.lexical_rerank_weight, self.device)
+
+    def for_cut(self) -> CutConfig:
+        return CutConfig(self.dynamic_cut, self.dynamic_cut_value, self.page_aggregation, self.rrf_k)
+
+    def for_unit_view(self) -> UnitViewConfig:
+        method = self.learned_fallback if self.fusion == "learned" else self.fusion
+        return UnitViewConfig(self.unit_view, self.unit_dense, float(self.unit_bm25_b), self.unit_weight_bm25,
+                              self.unit_weight_dense, method, self.rrf_k)
+
 
 def replay(candidates: Candidates, config, *, mode: str | None = None, k: int | None = None,
            model=None) -> Ranking:
@@ -90,7 +106,7 @@ def replay(candidates: Candidates, config, *, mode: str | None = None, k: int | 
     lists = {engine: hits[:window] for engine, hits in candidates.lists.items()}
     with timed(timings, "fusion"):
         config, model, fallback = _learned_or_fallback(plan, lists, config, model, candidates)
-        fused, fused_by = _fuse(plan, lists, config)
+        fused, fused_by = _fuse(plan, lists, config.for_fusion())
         if fused_by == "learned":
             fused = _learn(candidates, fused, config, model)
         fused_by = f"{fused_by} ({fallback})" if fallback else fused_by
@@ -113,7 +129,7 @@ def _after_fusion(plan: ModePlan, candidates: Candidates, fused: list["_Candidat
     reranker = ""
     if plan.rerank or config.lexical_rerank:
         with timed(timings, "rerank"):
-            fused, reranker = _rerank(plan, candidates.search_text, fused, config)
+            fused, reranker = _rerank(plan, candidates.search_text, fused, config.for_rerank())
     if config.query_analysis:
         with timed(timings, "period"):
             fused = _prefer_period(candidates.analysis, fused, candidates.periods or {}, config.period_boost)
@@ -121,12 +137,13 @@ def _after_fusion(plan: ModePlan, candidates: Candidates, fused: list["_Candidat
         fused = _prefer_tables(fused, config.prefer_tables_boost, config.prefer_tables_sections)
     with timed(timings, "aggregate"):
         hits = _finish(fused)
-        cut_at = cut.cut_position([h.score for h in hits], config.dynamic_cut, config.dynamic_cut_value)
+        cutting = config.for_cut()
+        cut_at = cut.cut_position([h.score for h in hits], cutting.rule, cutting.value)
         kept = hits[:cut_at] if cut_at is not None else hits
-        pages = aggregate.aggregate_pages(kept, config.page_aggregation, config.rrf_k)
+        pages = aggregate.aggregate_pages(kept, cutting.page_aggregation, cutting.rrf_k)
     if config.unit_view != "none":
         with timed(timings, "units"):
-            pages = _unit_view(plan, candidates, pages, config, window)
+            pages = _unit_view(plan, candidates, pages, config.for_unit_view(), window)
     return kept, pages, cut_at, reranker
 
 
@@ -139,7 +156,7 @@ def candidate_rows(candidates: Candidates, config) -> tuple[list[Chunk], np.ndar
         config = ReplayConfig.of(config, "hybrid", 10)
     window = max(int(config.candidate_window), config.k)
     lists = {engine: candidates.lists[engine][:window] for engine in ("dense", "bm25")}
-    fused, _ = _fuse(parse_mode("hybrid"), lists, _replace(config, fusion="rrf"))
+    fused, _ = _fuse(parse_mode("hybrid"), lists, _replace(config, fusion="rrf").for_fusion())
     chunks = [c.hit.chunk for c in fused]
     rows = features.candidate_features(candidates.search_text, chunks, [c.per_engine for c in fused],
                                        _views(candidates), candidates.analysis, candidates.periods)
@@ -174,7 +191,7 @@ class _Candidate:
 
 
 def _fuse(plan: ModePlan, lists: Mapping[str, list[EngineHit]],
-          config: ReplayConfig) -> tuple[list[_Candidate], str]:
+          config: FusionConfig) -> tuple[list[_Candidate], str]:
     """Order the candidates by the mode's engines; annotate each with every engine that ran."""
     by_id: dict[str, EngineHit] = {}
     engine_views: dict[str, dict[str, EngineScore]] = {}
@@ -188,7 +205,7 @@ def _fuse(plan: ModePlan, lists: Mapping[str, list[EngineHit]],
     def annotate(chunk_id: str) -> dict[str, EngineScore]:
         return {engine: view.get(chunk_id, EngineScore(None, None)) for engine, view in engine_views.items()}
 
-    weights = {"dense": config.weight_dense, "bm25": config.weight_bm25}
+    weights = config.weights
     scored = {e: [(h.chunk.chunk_id, h.score) for h in lists[e]] for e in plan.engines}
     # The RRF score of every candidate, whatever orders it: shown beside the
     # fusion that ranks, so a reader can see where plain RRF would have put it.
@@ -199,11 +216,11 @@ def _fuse(plan: ModePlan, lists: Mapping[str, list[EngineHit]],
                            rrf_score=rrf_scores.get(h.chunk.chunk_id))
                 for h in lists[engine]], ""
     # Learned fusion starts from the RRF order (which breaks its ties) and rescores in _learn().
-    method = "rrf" if config.fusion == "learned" else config.fusion
+    method = "rrf" if config.method == "learned" else config.method
     fused = fusion.fuse(method, scored, weights, config.rrf_k)
     return [_Candidate(by_id[f.id], annotate(f.id), f.score, fused_score=f.score,
                        rrf_score=rrf_scores.get(f.id))
-            for f in fused], config.fusion
+            for f in fused], config.method
 
 
 def _learned_or_fallback(plan: ModePlan, lists: Mapping[str, list[EngineHit]], config: ReplayConfig,
@@ -252,9 +269,9 @@ def _learn(candidates: Candidates, fused: list[_Candidate], config: ReplayConfig
 
 
 def _rerank(plan: ModePlan, query: str, fused: list[_Candidate],
-            config: ReplayConfig) -> tuple[list[_Candidate], str]:
+            config: RerankConfig) -> tuple[list[_Candidate], str]:
     """Rescore the first rerank_window candidates and reorder them; the rest keep their order below."""
-    size = config.rerank_window if config.rerank_window > 0 else len(fused)
+    size = config.window if config.window > 0 else len(fused)
     head, tail = fused[:size], fused[size:]
     if not head:
         return fused, ""
@@ -263,7 +280,7 @@ def _rerank(plan: ModePlan, query: str, fused: list[_Candidate],
         scores = rerank.cross_encoder_scores(query, chunks, config.cross_encoder_model, device=config.device)
         name = f"cross-encoder:{config.cross_encoder_model}"
     else:
-        scores = rerank.lexical_scores(query, chunks, [c.score for c in head], config.lexical_rerank_weight)
+        scores = rerank.lexical_scores(query, chunks, [c.score for c in head], config.lexical_weight)
         name = "lexical"
     by_id = {c.hit.chunk.chunk_id: c for c in head}
     reordered = []
@@ -321,16 +338,15 @@ def _finish(fused: list[_Candidate]) -> list[Hit]:
     return hits
 
 
-def _unit_view(plan: ModePlan, candidates: Candidates, pages: list, config: ReplayConfig, window: int) -> list:
+def _unit_view(plan: ModePlan, candidates: Candidates, pages: list, config: UnitViewConfig, window: int) -> list:
     """The unit view: the chunk view fused with whole-unit signals of the mode's engines."""
-    signals = candidates.units.get(config.unit_view)
-    if signals is None or signals.dense_rule != config.unit_dense or signals.bm25_b != float(config.unit_bm25_b):
-        raise InvalidSearch(f"unit_view={config.unit_view} (unit_dense={config.unit_dense}, unit_bm25_b="
-                            f"{config.unit_bm25_b:g}) needs its whole-unit signals: fetch under those settings "
+    signals = candidates.units.get(config.view)
+    if signals is None or signals.dense_rule != config.dense_rule or signals.bm25_b != config.bm25_b:
+        raise InvalidSearch(f"unit_view={config.view} (unit_dense={config.dense_rule}, unit_bm25_b="
+                            f"{config.bm25_b:g}) needs its whole-unit signals: fetch under those settings "
                             "or with unit_views=")
     wanted = (["unit_bm25"] if "bm25" in plan.engines else []) + (["unit_dense"] if "dense" in plan.engines else [])
     lists = {name: list(signals.lists[name][:window]) for name in wanted if signals.lists.get(name)}
-    weights = {"chunks": 1.0, "unit_bm25": config.unit_weight_bm25, "unit_dense": config.unit_weight_dense}
-    method = config.learned_fallback if config.fusion == "learned" else config.fusion
-    return aggregate.unit_view(pages, lists, weights, method, config.rrf_k,
+    weights = {"chunks": 1.0, "unit_bm25": config.weight_bm25, "unit_dense": config.weight_dense}
+    return aggregate.unit_view(pages, lists, weights, config.method, config.rrf_k,
                                has_unit_signals=signals.held.__contains__, locate=signals.locate)

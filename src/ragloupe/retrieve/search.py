@@ -34,7 +34,7 @@ from typing import Any
 
 from ragloupe.config import Settings, get_settings
 from ragloupe.models import Ranking
-from ragloupe.retrieve.fetch import Candidates, fetch
+from ragloupe.retrieve.fetch import Candidates, fetch, for_this_call
 from ragloupe.retrieve.modes import (BASES, FILTER_KEYS, MODES, InvalidSearch, ModePlan, normalise_filters,
                                      parse_mode)
 from ragloupe.retrieve.replay import ReplayConfig, replay
@@ -63,10 +63,7 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
     if overrides:
         settings = settings.replace(**overrides)
     mode = mode or settings.mode
-    if workspace is None:
-        from ragloupe.workspace import Workspace
-
-        workspace = Workspace(settings)
+    workspace = workspace if workspace is not None else for_this_call(settings)
     candidates = fetch(query, mode, k, filters, settings, workspace=workspace, explain=explain)
     return replay(candidates, ReplayConfig.of(settings, mode, k))
 
