@@ -12,7 +12,7 @@ scores and the page view, 3,248 rankings, through search() and one Workspace.
 Two things would move rankings although the code did not, so both are pinned
 for the comparison: the question vectors are encoded once and read back from
 VECTORS (ONNX's threads sum in an order of their own, which moves near-ties),
-(kept beside the dump), and dense search is exact over the stored vectors (Chroma's HNSW answers the
+(kept beside the dump), and dense search is exact (Store.query and Store.nearest) over the stored vectors (Chroma's HNSW answers the
 deep part of a 100-candidate window differently from one process to the
 next: the same code dumped twice differed in ~100 rankings). Nothing is
 tuned or chosen here; the held-out sets are only read.
@@ -54,24 +54,32 @@ class FixedVectors:
 
 
 def exact_dense(store_class) -> None:
-    """Store.query as an exact search over every stored vector (ties by chunk id)."""
+    """Store.query and Store.nearest as exact searches over every stored vector (ties by chunk id)."""
     held: dict = {}
 
-    def query(self, embedding, n, where=None):
+    def ranked(store, embedding, where, ids):
         if not held:
-            held["chunks"] = self.all_chunks()
-            held["matrix"] = self.get_embeddings([c.chunk_id for c in held["chunks"]])
+            held["chunks"] = store.all_chunks()
+            held["matrix"] = store.get_embeddings([c.chunk_id for c in held["chunks"]])
         docs = None
         if where:
             if list(where) != ["doc_id"] or list(where["doc_id"]) != ["$in"]:
                 raise SystemExit(f"exact search knows doc_id $in filters only, not {where}")
             docs = set(where["doc_id"]["$in"])
+        allowed = set(ids) if ids is not None else None
         distance = 1.0 - held["matrix"] @ np.asarray(embedding, dtype=np.float32)
-        order = sorted((float(d), c.chunk_id, i) for i, (c, d) in enumerate(zip(held["chunks"], distance))
-                       if docs is None or c.doc_id in docs)
-        return [(held["chunks"][i], d) for d, _, i in order[:n]]
+        return sorted((float(d), c.chunk_id, i) for i, (c, d) in enumerate(zip(held["chunks"], distance))
+                      if (docs is None or c.doc_id in docs) and (allowed is None or c.chunk_id in allowed))
+
+    def query(self, embedding, n, where=None):
+        return [(held["chunks"][i], d) for d, _, i in ranked(self, embedding, where, None)[:n]]
+
+    def nearest(self, embedding, n, where=None, ids=None):
+        return [(chunk_id, d) for d, chunk_id, _ in ranked(self, embedding, where, ids)[:n]]
 
     store_class.query = query
+    if hasattr(store_class, "nearest"):  # the dense engine's path when it reads chunks from the workspace
+        store_class.nearest = nearest
 
 
 def dump(index_dir: Path, out: Path) -> None:

@@ -25,6 +25,7 @@ from ragloupe.retrieve import engines, query_analysis, units
 from ragloupe.retrieve.expansion import bm25_expansion
 from ragloupe.retrieve.modes import InvalidSearch, check_choices, check_k, normalise_filters, parse_mode, timed
 from ragloupe.retrieve.rewrite import Rewrite, rewrite_query
+from ragloupe.retrieve.stage_configs import EngineConfig
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,9 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
             if period_scope:
                 filters = {**filters, "doc_ids": period_scope}
         window = max(int(settings.candidate_window), k)
+        engine_config = EngineConfig.of(settings)  # what the engines and the unit signals read
         run = set(plan.engines) | (set(engines.ENGINES) if explain else set())
-        lists, embedding, corpus = _run_engines(run, search_text, window, filters, expansion, settings,
+        lists, embedding, corpus = _run_engines(run, search_text, window, filters, expansion, engine_config,
                                                 workspace, timings)
         if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
             raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: {ACTION}",
@@ -116,7 +118,7 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
         views = [v for v in dict.fromkeys([settings.unit_view, *unit_views]) if v != "none"]
         with timed(timings, "units"):
             signals = {view: _unit_signals(view, search_text if "bm25" in lists else "", embedding, filters,
-                                           workspace, settings, window) for view in views}
+                                           workspace, engine_config, window) for view in views}
         model, assumed = _model(settings, learned_fusion, workspace)
         corpus_views = _corpus_views(corpus, "dense" in lists or with_periods, workspace, timings)
     timings["total"] = time.perf_counter() - started
@@ -158,7 +160,7 @@ def _read_question(query: str, rewrite: bool, settings: Settings, timings: dict[
 
 
 def _run_engines(run: set[str], text: str, window: int, filters: dict, expansion: Sequence[str],
-                 settings: Settings, workspace, timings: dict[str, float]):
+                 config: EngineConfig, workspace, timings: dict[str, float]):
     """Each engine's list (dense first, then bm25), the query embedding and the chunk BM25 index."""
     lists: dict[str, list[engines.EngineHit]] = {}
     embedding, corpus = None, None
@@ -173,17 +175,17 @@ def _run_engines(run: set[str], text: str, window: int, filters: dict, expansion
             lists["dense"] = engines.dense_search(workspace.store, embedding, window, filters, table)
     if "bm25" in run:
         with timed(timings, "bm25_index"):
-            corpus = workspace.lexical(settings.bm25_k1, settings.bm25_b, settings.bm25_backend)
+            corpus = workspace.lexical(config.bm25_k1, config.bm25_b, config.bm25_backend)
         with timed(timings, "bm25"):
             lists["bm25"] = engines.bm25_search(corpus, text, window, filters, expansion)
     return lists, embedding, corpus
 
 
-def _unit_signals(view: str, text: str, embedding, filters: dict, workspace, settings: Settings,
+def _unit_signals(view: str, text: str, embedding, filters: dict, workspace, config: EngineConfig,
                   window: int) -> UnitSignals:
-    index = workspace.unit_index(view, settings.bm25_k1, settings.unit_bm25_b, settings.bm25_backend)
-    found = units.unit_scores(index, text, embedding, filters, settings.unit_dense, window)
-    return UnitSignals(found, index.held, index.locate, settings.unit_dense, float(settings.unit_bm25_b))
+    index = workspace.unit_index(view, config.bm25_k1, config.unit_bm25_b, config.bm25_backend)
+    found = units.unit_scores(index, text, embedding, filters, config.unit_dense, window)
+    return UnitSignals(found, index.held, index.locate, config.unit_dense, config.unit_bm25_b)
 
 
 def _model(settings: Settings, learned_fusion: bool, workspace):

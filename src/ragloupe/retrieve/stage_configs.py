@@ -56,3 +56,20 @@ class UnitViewConfig:
     weight_dense: float
     method: str  # the fusion of the signals (learned fusion's fallback when fusion is learned)
     rrf_k: int
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What fetch's engines and whole-unit signals read: the BM25's parameters and the unit signals' rule."""
+
+    bm25_k1: float
+    bm25_b: float
+    bm25_backend: str
+    unit_bm25_b: float
+    unit_dense: str
+
+    @classmethod
+    def of(cls, settings) -> "EngineConfig":
+        """The engine part of ``settings`` (a Settings)."""
+        return cls(float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend,
+                   float(settings.unit_bm25_b), settings.unit_dense)
