@@ -80,6 +80,11 @@ def test_ctrl_c_at_the_prompt_leaves_cleanly(demo_env):
     output = _read_until(fd, b"you> ", timeout_s=60)
     assert b"you> " in output, output
     child = _signal_state(pid)
+    # input() prints the prompt, then blocks reading the terminal; a signal that lands in
+    # between only sets CPython's flag, and the read then waits for a key forever (the flag
+    # is looked at when a blocked read is interrupted). A person never types that fast, so
+    # Ctrl+C is sent once the child waits for a key, as it does when they type.
+    _wait_in_select(pid, timeout_s=30)
     # Ctrl+C: the terminal sends SIGINT to its foreground process group. The test sends it the
     # same way rather than typing \x03, because whether a pty's line discipline turns the key
     # into the signal is the sandbox's business (CI's did not), not ragloupe's.
@@ -88,6 +93,24 @@ def test_ctrl_c_at_the_prompt_leaves_cleanly(demo_env):
     status = _wait_or_kill(pid, timeout_s=30)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, output, child)
     assert b"bye (0 questions asked)" in output and b"Traceback" not in output
+
+
+_WAITING_FOR_INPUT = {0, 7, 23, 270, 271}  # read, poll, select, pselect6, ppoll (x86-64 numbers)
+
+
+def _wait_in_select(pid: int, timeout_s: float) -> None:
+    """Until the child sleeps in the system call it waits for a key in (for the reading child)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/syscall") as handle:
+                call = handle.read().split()[0]
+        except OSError:  # a kernel that does not show it: give the child a moment instead
+            time.sleep(1.0)
+            return
+        if call.isdigit() and int(call) in _WAITING_FOR_INPUT:
+            return
+        time.sleep(0.05)
 
 
 def _signal_state(pid: int) -> dict[str, str]:

@@ -138,6 +138,8 @@ def _printer(stdout: TextIO) -> Callable[[str], None]:
 def _reader(stdin: TextIO) -> Callable[[], str | None]:
     """One line at a time; the prompt (and line editing) only when a person is typing (a tty)."""
     interactive = stdin.isatty()
+    if interactive:
+        import readline  # noqa: F401  (input() then edits the line and keeps the session's history)
 
     def read() -> str | None:
         if interactive:
