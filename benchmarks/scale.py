@@ -193,10 +193,10 @@ def timed_searches(settings: Settings, workspace, questions: list[str]) -> dict:
 def probe(index_dir: Path, host: str, port: int, queries: int) -> dict:
     settings = settings_for(index_dir, host, port)
     questions = gold_questions()[: queries + WARMUP]
-    load_before = [round(x, 1) for x in os.getloadavg()]
+    load_before, code = [round(x, 1) for x in os.getloadavg()], code_version()  # the code imported now
     parts, workspace = restart_parts(settings, questions[0])
     searches = timed_searches(settings, workspace, questions[1:])
-    return {"chunks": workspace.store.count(), "code": code_version(), "restart": parts, "hybrid": searches,
+    return {"chunks": workspace.store.count(), "code": code, "restart": parts, "hybrid": searches,
             "peak_rss_mb": peak_rss_mb(), "niceness": os.nice(0),
             # The machine is shared: a load above its 2 CPUs inflates every wall-clock figure.
             "load_average": {"before": load_before, "after": [round(x, 1) for x in os.getloadavg()]},
