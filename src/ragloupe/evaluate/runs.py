@@ -107,10 +107,7 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
 
-    if workspace is None:
-        from ragloupe.workspace import Workspace
-
-        workspace = Workspace(settings)
+    workspace = workspace or _workspace_for_this_run(settings)
     store = workspace.store
     doc_ids = sorted({q.doc_id for g in sets for q in g.queries})
     snapshot = snapshot or index_snapshot(settings, doc_ids, store)
@@ -145,6 +142,13 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     if write:
         report = save_report(report, settings)
     return report
+
+
+def _workspace_for_this_run(settings: Settings):
+    """The Workspace every question of a run searches through, when the caller passed none."""
+    from ragloupe.workspace import Workspace
+
+    return Workspace(settings)
 
 
 def _check_scope_and_cutoff(scope: str, failure_k: int) -> None:
