@@ -108,7 +108,7 @@ def main() -> int:
             print(f"the demo corpus did not index cleanly: {summary.errors}", file=sys.stderr)
             return 1
         count = write(settings)
-    print(f"wrote {count} chunk vectors to {SHIPPED.relative_to(Path.cwd()) if SHIPPED.is_relative_to(Path.cwd()) else SHIPPED}")
+    print(f"wrote {count} chunk vectors to {SHIPPED}")
     return 0
 
 
