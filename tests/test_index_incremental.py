@@ -185,6 +185,22 @@ def test_store_fingerprint_moves_with_the_content_even_for_a_long_lived_store(sm
     assert long_lived.fingerprint() == open_store(settings).fingerprint()
 
 
+def test_any_write_through_a_store_moves_the_fingerprint_until_the_indexer_records_the_content(
+        small_corpus, settings):
+    run_index([small_corpus], settings)
+    store = open_store(settings)
+    indexed = store.fingerprint()
+    chunk = store.all_chunks()[0]
+    vector = store.get_embeddings([chunk.chunk_id])
+    store.delete_ids([chunk.chunk_id])  # another process, or a run interrupted here
+    deleted = open_store(settings).fingerprint()
+    store.upsert([chunk], vector)  # the same chunk back: same count, but nothing recorded it
+    rewritten = open_store(settings).fingerprint()
+    assert len({indexed, deleted, rewritten}) == 3
+    run_index([small_corpus], settings)  # nothing to do, and it records what the collection holds
+    assert open_store(settings).fingerprint() == indexed
+
+
 def test_manifest_is_valid_json_with_no_temporary_files_left(small_corpus, settings):
     run_index([small_corpus], settings)
     index_dir = settings.path("index_dir")

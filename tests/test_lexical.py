@@ -132,3 +132,29 @@ def test_code_query_ranks_the_chunk_holding_that_code_first():
     for backend in lexical.BACKENDS:
         index = lexical.build_index(chunks, backend=backend)
         assert lexical.search(index, "what does 2012/18/EU require", 3)[0][0].chunk_id == "c000"
+
+
+def test_doc_and_quality_filters_keep_exactly_the_named_values():
+    # Ids that are prefixes of one another, one the index does not hold, an empty scope.
+    docs = ["a", "ab", "b", "a", "abc", "ab"]
+    chunks = [_chunk(i, f"tank report {i}", doc=d, quality="degraded" if i % 3 else "clean")
+              for i, d in enumerate(docs)]
+    index = lexical.build_index(chunks)
+    for scope in (["ab"], ["a", "abc"], ["zz"], ["zz", "b"]):
+        mask = index.mask({"doc_ids": scope})
+        assert [c.doc_id in scope for c in index.chunks] == mask.tolist()
+    mask = index.mask({"doc_ids": ["ab", "a"], "quality": ["clean", "unknown"]})
+    assert ([c.doc_id in ("ab", "a") and c.quality == "clean" for c in index.chunks] == mask.tolist())
+    assert not lexical.build_index([]).mask({"doc_ids": ["a"]}).any()
+
+
+@pytest.mark.parametrize("backend", lexical.BACKENDS)
+def test_scores_of_some_rows_are_those_rows_of_every_score(grampian_chunks, backend):
+    index = lexical.build_index(grampian_chunks, backend=backend)
+    rows = [0, 7, 7, 40, 3, len(grampian_chunks) - 1, 99]  # unsorted, one twice
+    for query in ("core revenue resource limit underspend", "COVID-19 covid vaccination 2020/21 covid",
+                  "Integration Joint Board deficit £000", "zzzunknown"):
+        tokens = lexical.tokenize(query) + ["zzzunknown"]
+        every = index.scores(tokens)
+        assert index.scores_of(tokens, rows).tolist() == every[rows].tolist()  # equal, not approximately
+    assert index.scores_of(lexical.tokenize("covid"), []).tolist() == []

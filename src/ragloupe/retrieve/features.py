@@ -296,15 +296,22 @@ def candidate_features(query: str, chunks: Sequence[Chunk], per_engine: Sequence
 
 
 def _relative_bm25(tokens: list[str], chunks: Sequence[Chunk], views: CorpusViews) -> tuple[list, list]:
-    """Each candidate's whole-page and whole-section BM25, each over the best among the candidates."""
-    unit_scores = views.units.scores(tokens)
-    section_scores = views.sections.scores(tokens)
-    pages = [float(unit_scores[views.unit_row[c.unit]]) if c.unit in views.unit_row else 0.0 for c in chunks]
-    sections = [float(section_scores[views.section_row[(c.doc_id, c.section)]])
-                if (c.doc_id, c.section) in views.section_row else 0.0 for c in chunks]
+    """Each candidate's whole-page and whole-section BM25, each over the best among the candidates.
+
+    Only the candidates' pages and sections are scored (LexicalIndex.scores_of: the same values
+    as scoring every page of the corpus, which grew with it)."""
+    pages = _scores_of(views.units, tokens, [views.unit_row.get(c.unit) for c in chunks])
+    sections = _scores_of(views.sections, tokens, [views.section_row.get((c.doc_id, c.section)) for c in chunks])
     best_page, best_section = max(pages, default=0.0), max(sections, default=0.0)
     return ([v / best_page if best_page > 0 else 0.0 for v in pages],
             [v / best_section if best_section > 0 else 0.0 for v in sections])
+
+
+def _scores_of(index: lexical.LexicalIndex, tokens: list[str], rows: list[int | None]) -> list[float]:
+    """The BM25 score of each row of ``index`` (0.0 where the row is None: not in the views)."""
+    held = sorted({row for row in rows if row is not None})
+    scored = dict(zip(held, index.scores_of(tokens, held).tolist()))
+    return [scored[row] if row is not None else 0.0 for row in rows]
 
 
 def _share(part: set, whole: frozenset) -> float:
