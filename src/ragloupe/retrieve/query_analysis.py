@@ -62,7 +62,11 @@ _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\
 _PAIR_RE = re.compile(
     rf"(?<![\w£$€.,/-])(?:fy\s?)?(?P<y1>{YEAR_PATTERN})\s?[/-]\s?(?P<y2>{YEAR_PATTERN}|\d{{2}})(?![\w%]|[/-]\d|\.\d)")
 # "31 March 2021", "March 2022", "31st march 2021", optionally after "year ended/ending".
+# The leading lookahead holds every first character a match can have ("year", "period",
+# "twelve", "12", a day, a month): the scanner skips any other position after one test instead
+# of trying each alternative there (a third of this scan, the dearest of a chunk's periods).
 _DATE_RE = re.compile(
+    r"(?=[yptjfmasond\d])"
     rf"(?P<ended>(?:year|period|twelve months|12 months) end(?:ed|ing)?\s(?:on\s)?)?"
     rf"(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s)?{_MONTH}\s(?P<year>{YEAR_PATTERN})(?!\d)")
 # "FY2021", "FY 21", "FY21".
@@ -201,12 +205,13 @@ def analyze(query: str, fy_start_month: int = 4) -> QueryAnalysis:
 
 
 def find_periods(text: str, fy_start_month: int = 4,
-                 taken: Sequence[tuple[int, int]] = ()) -> list[PeriodMention]:
+                 taken: Sequence[tuple[int, int]] = (), bare_years: bool = True) -> list[PeriodMention]:
     """Every period named in ``text`` (already normalised), in order of appearance.
 
     Patterns are tried from the most to the least specific; a match that
     overlaps an earlier one (or a span in ``taken``, e.g. a code) is skipped,
-    so "in 2020/21" is one pair, not a pair and a bare year.
+    so "in 2020/21" is one pair, not a pair and a bare year. ``bare_years``
+    False leaves the bare years out (tried last, they never hide another kind).
     """
     spans = list(taken)
     found: list[PeriodMention] = []
@@ -237,11 +242,11 @@ def find_periods(text: str, fy_start_month: int = 4,
             period = fiscal_year_of(year, month, fy_start_month)
         add(match.start("month") if match.group("day") is None and not match.group("ended")
             else match.start(), match.end(), "date", [period])
-    for match in _FY_RE.finditer(text):
+    for match in _FY_RE.finditer(text) if "fy" in text else ():
         year = match.group("year")
         end_year = int(year) if len(year) == 4 else 2000 + int(year)
         add(match.start(), match.end(), "fy", [Period(end_year - 1, end_year)])
-    for match in _BARE_RE.finditer(text):
+    for match in _BARE_RE.finditer(text) if bare_years else ():
         year = int(match.group("year"))
         add(match.start("year"), match.end(), "year", [Period(year - 1, year)])
     found.sort(key=lambda m: (m.start, m.period))
@@ -360,7 +365,7 @@ def periods_named_in(text: str, fy_start_month: int = 4) -> frozenset:
     text = normalise(text)
     if not _MAY_NAME_PERIOD.search(text):
         return frozenset()
-    return frozenset(m.period for m in find_periods(text, fy_start_month) if m.kind != "year")
+    return frozenset(m.period for m in find_periods(text, fy_start_month, bare_years=False))
 
 
 def match_features(analysis: QueryAnalysis, chunk: Chunk, doc_period: Period | None = None,
