@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from ragloupe.index import derived_saved
-from ragloupe.index.store import open_store
+from ragloupe.index.store import Store, open_store
 from ragloupe.retrieve import doc_periods, features, units
 from ragloupe.retrieve.search import search
 from ragloupe.workspace import Workspace
@@ -24,7 +24,7 @@ def _hits(settings, workspace: Workspace, question: str) -> list[tuple]:
 
 def _saved(settings) -> list[str]:
     root = settings.path("index_dir") / derived_saved.SUBDIR
-    return sorted(p.name.split("-", 1)[0] for p in root.iterdir()) if root.is_dir() else []
+    return sorted(p.name.split("-", 1)[0] for p in root.glob("*.pickle")) if root.is_dir() else []
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +38,11 @@ def saved_copy(demo_index, tmp_path_factory):
     return settings
 
 
-def test_indexer_saves_views_periods_and_units(saved_copy):
-    assert _saved(saved_copy) == ["periods", "units", "views"]
+def test_indexer_saves_chunks_views_periods_and_units(saved_copy):
+    assert _saved(saved_copy) == ["chunks", "periods", "units", "views"]
+    root = saved_copy.path("index_dir") / derived_saved.SUBDIR
+    assert sorted(p.with_suffix("").name for p in root.glob("*.buffers")) == \
+        sorted(p.with_suffix("").name for p in root.glob("*.pickle"))
 
 
 def test_fresh_workspace_loads_them_and_ranks_as_a_build(saved_copy, embedder, monkeypatch):
@@ -47,7 +50,8 @@ def test_fresh_workspace_loads_them_and_ranks_as_a_build(saved_copy, embedder, m
     built = Workspace(saved_copy.replace(index_dir=saved_copy.path("index_dir").parent / "nowhere"),
                       store=store, embedder=embedder)  # its saved copies would live elsewhere: it builds
     expected = {q: _hits(saved_copy, built, q) for q in QUESTIONS}
-    for module, name in ((features, "build_views"), (doc_periods, "periods_of"), (units, "build_unit_index")):
+    for module, name in ((features, "build_views"), (doc_periods, "periods_of"), (units, "build_unit_index"),
+                         (Store, "all_chunks")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("built instead of loaded"))
     loaded = Workspace(saved_copy, store=store, embedder=embedder)
 
@@ -55,6 +59,7 @@ def test_fresh_workspace_loads_them_and_ranks_as_a_build(saved_copy, embedder, m
         assert _hits(saved_copy, loaded, question) == expected[question]
         assert expected[question]
     assert loaded.periods() == built.periods()
+    assert list(loaded.chunks()) == list(built.chunks()) and len(loaded.chunks()) == store.count()
 
 
 def test_a_damaged_saved_file_is_rebuilt_and_saved_again(saved_copy, embedder, tmp_path):

@@ -60,3 +60,27 @@ def test_no_feature_of_the_shipped_model_is_unknown_or_reads_position():
     assert set(model.features) <= set(F.FEATURES)
     assert "page_position" not in model.features
     assert model.fingerprint["feature_version"] == F.FEATURE_VERSION
+
+
+def test_the_compact_views_hold_what_reading_each_text_gives_and_pickle_to_the_same_rows():
+    import pickle
+
+    corpus = [_chunk(p, f"12. PROVISIONS Page {p}: provisions of £1,{p:03d} and COVID-19 costs {p * 7}.", pos)
+              for p in range(1, 6) for pos in range(2)]
+    views = F.build_views(lexical.build_index(corpus))
+    for chunk in corpus:
+        found, read = views.terms(chunk), F.read_terms(chunk, views.word_ids, {})
+        assert (found.tokens, found.heading) == (read.tokens, read.heading)
+        assert found.words.tolist() == read.words.tolist() and found.figures.tolist() == read.figures.tolist()
+        page = "\n".join(c.text for c in corpus if c.unit == chunk.unit)
+        assert views.unit_tokens[chunk.unit] == frozenset(lexical.tokenize(page))
+    assert views.chunk_ids() == sorted(c.chunk_id for c in corpus)
+
+    question = "What were provisions of £1,003 in the COVID-19 year?"
+    per_engine = [{"dense": EngineScore(i + 1, 0.9 - i / 20), "bm25": EngineScore(i + 1, 6.0 - i)}
+                  for i in range(len(corpus))]
+    rows = F.candidate_features(question, corpus, per_engine, views, query_analysis.analyze(question), {})
+    again = pickle.loads(pickle.dumps(views, protocol=5))
+    assert np.array_equal(rows, F.candidate_features(question, corpus, per_engine, again,
+                                                     query_analysis.analyze(question), {}))
+    assert rows[:, F.FEATURES.index("page_term_share")].max() > 0

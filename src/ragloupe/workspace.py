@@ -6,10 +6,12 @@ whole-unit indexes, the documents' periods, learned fusion's corpus views,
 the learned model read from its file, and the vectors of recent questions.
 Each is kept in a ``ContentCache`` keyed by ``content_key`` (where the store
 is and its content fingerprint), so a re-index gives new keys and nothing
-stale is served. The BM25, the views, the periods and the unit indexes are
-loaded from the copies the indexer saved beside the store (index.lexical_saved,
-index.derived_saved) when they match its content, else built and saved. Nothing lives in module globals: two workspaces share
-nothing, and a test that builds its own gets fresh state.
+stale is served. The chunks (index.chunk_columns: columns, each Chunk made when
+asked for), the BM25, the views, the periods and the unit indexes are loaded from
+the copies the indexer saved beside the store (index.lexical_saved,
+index.derived_saved) when they match its content, else read or built and saved:
+a restart reads no chunk from the store. Nothing lives in module globals: two
+workspaces share nothing, and a test that builds its own gets fresh state.
 
 Faces build one at their edge (``cli``: per command; ``api/resources.py``:
 per server; ``ui/cache.py``: per index, with st.cache_resource; a benchmark:
@@ -111,17 +113,34 @@ class Workspace:
         finally:
             self._one_content.key = None
 
-    def chunks(self, key: tuple | None = None) -> tuple:
-        """Every chunk the store holds, in reading order, read once per content (shared: not to be changed)."""
-        store = self.store
-        return self._chunks.get(key or self.content_key(), lambda: tuple(store.all_chunks()))
+    def chunk_columns(self, key: tuple | None = None):
+        """Every chunk the store holds as index.chunk_columns.ChunkColumns (chunk id order), once per
+        content: loaded from the copy the indexer saved when it matches the content, else read from
+        the store and saved for the next process."""
+        from ragloupe.index import derived_saved
+        from ragloupe.index.chunk_columns import ChunkColumns
+
+        key = key or self.content_key()
+        return self._chunks.get(key, lambda: derived_saved.load_or_build(
+            self.settings, "chunks", key[-1], (), lambda: ChunkColumns.of(self.store.all_chunks())))
+
+    def chunks(self, key: tuple | None = None):
+        """Every chunk the store holds, in reading order, a sequence read once per content (shared:
+        not to be changed); each Chunk is made when first asked for."""
+        return self.chunk_columns(key).reading_order()
 
     def chunk_table(self, key: tuple | None = None):
-        """Every chunk by id and each document's chunk ids (engines.ChunkTable), once per content."""
+        """Every chunk by id and each document's chunk ids (engines.ChunkTable), once per content:
+        look-ups over the chunk columns, which build no chunk until it is asked for."""
         from ragloupe.retrieve.engines import ChunkTable
 
         key = key or self.content_key()
-        return self._tables.get(key, lambda: ChunkTable.of(self.chunks(key)))
+
+        def table():
+            columns = self.chunk_columns(key)
+            return ChunkTable(columns.by_id(), columns.by_doc())
+
+        return self._tables.get(key, table)
 
     def lexical(self, k1: float | None = None, b: float | None = None, backend: str | None = None):
         """The chunk BM25 over every chunk the store holds, built once per content and BM25 parameters.
@@ -137,7 +156,7 @@ class Workspace:
         backend = backend or s.bm25_backend
         key = self.content_key()
         return self._lexical.get(key + (k1, b, backend), lambda: lexical_saved.load_or_build(
-            s, key[-1], lambda: self.chunks(key), k1, b, backend))
+            s, key[-1], lambda: self.chunk_columns(key), k1, b, backend))
 
     def unit_index(self, view: str, k1: float, b: float, backend: str):
         """The whole-unit index of the store's records (and pages, under view "all"), once per content.
@@ -177,14 +196,14 @@ class Workspace:
         Loaded from the copy saved for this content and BM25 parameters (as unit_index) when it
         was built over the same chunks as ``index``; else built and saved."""
         from ragloupe.index import derived_saved
+        from ragloupe.index.chunk_columns import ids_of
         from ragloupe.retrieve import features
 
         def load_or_build():
             params = (float(index.k1), float(index.b), index.backend)
-            ids = [c.chunk_id for c in index.chunks]
             return derived_saved.load_or_build(
                 self.settings, "views", self.content_key()[-1], params, lambda: features.build_views(index),
-                fits=lambda views: len(views.chunk_terms) == len(ids) and all(i in views.chunk_terms for i in ids))
+                fits=lambda views: views.chunk_ids() == ids_of(index.chunks))
 
         source, views = self._views.get((id(index), index.k1, index.b, index.backend, len(index)),
                                         lambda: (index, load_or_build()))

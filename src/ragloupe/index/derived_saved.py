@@ -1,59 +1,83 @@
-"""What a search builds from the store's content besides the chunk BM25 (learned fusion's corpus views,
-the documents' periods, the whole-unit indexes), saved beside the saved BM25 so a (re)started
-server loads them instead of reading every chunk's text again.
+"""What a search builds from the store's content besides the chunk BM25 (every chunk as columns,
+learned fusion's corpus views, the documents' periods, the whole-unit indexes), saved beside the
+saved BM25 so a (re)started server loads them instead of reading every chunk back from the store
+and its text again.
 
 Layout, under the index dir::
 
     derived/<kind>-<content>-<key>.pickle
 
-``kind`` is views, periods or units; ``content`` is the store's content
+``kind`` is chunks, views, periods or units; ``content`` is the store's content
 fingerprint (Store.fingerprint) shortened, so the indexer can drop what earlier
 content left; ``key`` hashes the fingerprint, the parameters the thing depends on
 (k1, b and the BM25 back end; the fiscal year's first month; the unit view) and
-the code that builds it (CODE: the modules that read the chunks' text into it),
+the code that builds it (CODE, or CODE_OF for the kinds that depend on less),
 so nothing built by other code, from other content or with other parameters is
 used. Each file is written to a temporary name and renamed into place. A missing,
 unreadable or mismatched file reads as None, and the caller builds the thing and
 saves it for the next process: never an error.
 
-The files are pickles: the objects are Python structures (frozensets of tokens,
-small arrays, pseudo-chunks) that pickle reads back at C speed, which no
-JSON form of them would. They live in the index dir beside Chroma's own files
-and are as trusted as those: written only by ragloupe, read only from there.
+Each is two files: ``.pickle``, a header (what it was built from) followed by the
+object pickled with protocol 5, and ``.buffers``, the object's numpy arrays written
+out of band, one after another. Loading maps ``.buffers`` into memory and hands
+pickle those spans, so the arrays (a corpus's token ids, its texts, BM25 matrices)
+are read from the page cache when touched instead of copied in at load, and pages
+the process never reads cost it no memory. A random token at the head of
+``.buffers``, also in the header, pairs the two files: a ``.buffers`` from another
+write reads as a mismatch (None). What is left in the pickle are Python structures
+(dicts of ids, frozensets of tokens) that pickle reads back at C speed, which no
+JSON form of them would. They live in the index dir beside Chroma's own files and
+are as trusted as those: written only by ragloupe, read only from there.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import pickle
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Hashable, TypeVar
 
 from ragloupe.config import Settings
 
-FORMAT = 1
+FORMAT = 2
 SUBDIR = "derived"
-KINDS = ("views", "periods", "units")
-KEEP_SAVED = 4  # per kind, beside the current one (a k1/b sweep saves one view per setting)
+KINDS = ("chunks", "views", "periods", "units")
+# Copies kept per kind beside the current one: a k1/b sweep saves one view per setting; the
+# chunks depend on the content alone (a copy per content a process still reads, e.g. two checkouts).
+KEEP_SAVED = {"chunks": 1}
+KEEP_DEFAULT = 4
+ALIGN = 64  # each array starts at a multiple of this in .buffers
 # The modules whose code decides what is saved: a change to any makes every saved copy stale.
-CODE = ("retrieve/features.py", "retrieve/doc_periods.py", "retrieve/units.py", "retrieve/query_analysis.py",
-        "index/lexical.py", "textrules.py", "numbers.py", "models.py")
+CODE = ("retrieve/features.py", "retrieve/term_tables.py", "retrieve/doc_periods.py", "retrieve/units.py",
+        "retrieve/query_analysis.py", "index/lexical.py", "textrules.py", "numbers.py", "models.py")
+# Kinds that depend on less than all of CODE: a change to the features leaves the chunks and periods valid.
+CODE_OF = {"chunks": ("index/chunk_columns.py", "models.py"),
+           "periods": ("retrieve/doc_periods.py", "retrieve/query_analysis.py", "index/lexical.py", "textrules.py",
+                       "numbers.py", "models.py")}
 
 Built = TypeVar("Built")
 
 
-def _code_version() -> str:
+def _code_version(names: tuple[str, ...] = CODE) -> str:
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parents[1]  # the ragloupe package, wherever it is installed
-    for name in CODE:
+    for name in names:
         path = package / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
     return digest.hexdigest()[:16]
 
 
 CODE_VERSION = _code_version()
+CODE_VERSIONS = {kind: _code_version(names) for kind, names in CODE_OF.items()}
+
+
+def code_version(kind: str) -> str:
+    """The version of the code that decides what ``kind`` holds."""
+    return CODE_VERSIONS.get(kind, CODE_VERSION)
 
 
 def _content(fingerprint: str) -> str:
@@ -62,41 +86,85 @@ def _content(fingerprint: str) -> str:
 
 def saved_path(settings: Settings, kind: str, fingerprint: str, params: tuple) -> Path:
     """Where ``kind`` built from this content with these parameters is saved."""
-    text = f"{FORMAT}|{kind}|{fingerprint}|{params!r}|{CODE_VERSION}"
+    text = f"{FORMAT}|{kind}|{fingerprint}|{params!r}|{code_version(kind)}"
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     return settings.path("index_dir") / SUBDIR / f"{kind}-{_content(fingerprint)}-{key}.pickle"
+
+
+def buffers_path(path: Path) -> Path:
+    """The arrays file beside a saved ``.pickle``."""
+    return path.with_suffix(".buffers")
 
 
 def load(settings: Settings, kind: str, fingerprint: str, params: tuple) -> Any | None:
     """The saved ``kind`` for this content and these parameters, or None."""
     path = saved_path(settings, kind, fingerprint, params)
+    expected = {"format": FORMAT, "kind": kind, "fingerprint": fingerprint, "params": params,
+                "code": code_version(kind)}
     try:
         with open(path, "rb") as handle:
-            saved = pickle.load(handle)
+            header = pickle.load(handle)
+            if not isinstance(header, dict) or any(header.get(n) != v for n, v in expected.items()):
+                return None
+            spans = _mapped_spans(buffers_path(path), header["token"], header["spans"])
+            if spans is None:
+                return None
+            return pickle.load(handle, buffers=spans)
     except Exception:  # noqa: BLE001  missing, cut short, or from code that no longer exists: rebuild
         return None
-    expected = {"format": FORMAT, "kind": kind, "fingerprint": fingerprint, "params": params,
-                "code": CODE_VERSION}
-    if not isinstance(saved, dict) or any(saved.get(name) != value for name, value in expected.items()):
-        return None
-    return saved.get("value")
+
+
+def _mapped_spans(path: Path, token: bytes, spans: list[tuple[int, int]]) -> list[memoryview] | None:
+    """The arrays of one saved object, as read-only views of the mapped ``.buffers`` file."""
+    with open(path, "rb") as handle:
+        if handle.read(len(token)) != token:
+            return None
+        size = os.fstat(handle.fileno()).st_size
+        if any(start + length > size for start, length in spans):
+            return None
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    whole = memoryview(mapped)
+    return [whole[start:start + length] for start, length in spans]
 
 
 def save(settings: Settings, kind: str, fingerprint: str, params: tuple, value: Any) -> Path:
-    """Write ``value`` under its key (a temporary file, then renamed into place)."""
+    """Write ``value`` under its key (temporary files, then renamed into place: the arrays first)."""
     path = saved_path(settings, kind, fingerprint, params)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"format": FORMAT, "kind": kind, "fingerprint": fingerprint, "params": params,
-               "code": CODE_VERSION, "value": value}
-    handle, temp = tempfile.mkstemp(prefix=f".{path.stem}.", dir=path.parent)
+    arrays: list[pickle.PickleBuffer] = []
+    body = pickle.dumps(value, protocol=5, buffer_callback=arrays.append)
+    token = secrets.token_bytes(16)
+    spans = _write_atomically(buffers_path(path), lambda out: _write_buffers(out, token, arrays))
+    header = {"format": FORMAT, "kind": kind, "fingerprint": fingerprint, "params": params,
+              "code": code_version(kind), "token": token, "spans": spans}
+    _write_atomically(path, lambda out: (pickle.dump(header, out, protocol=5), out.write(body)))
+    return path
+
+
+def _write_buffers(out, token: bytes, arrays: list[pickle.PickleBuffer]) -> list[tuple[int, int]]:
+    out.write(token)
+    spans, at = [], len(token)
+    for array in arrays:
+        raw = array.raw()
+        pad = -at % ALIGN
+        out.write(b"\0" * pad)
+        at += pad
+        out.write(raw)
+        spans.append((at, raw.nbytes))
+        at += raw.nbytes
+    return spans
+
+
+def _write_atomically(path: Path, write: Callable[[Any], Built]) -> Built:
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
-            pickle.dump(payload, out, protocol=pickle.HIGHEST_PROTOCOL)
+            written = write(out)
         os.replace(temp, path)
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
-    return path
+    return written
 
 
 def load_or_build(settings: Settings, kind: str, fingerprint: str, params: tuple[Hashable, ...],
@@ -108,7 +176,7 @@ def load_or_build(settings: Settings, kind: str, fingerprint: str, params: tuple
     built = build()
     try:
         kept = save(settings, kind, fingerprint, params, built)
-        keep_newest(settings, kind, KEEP_SAVED, kept)
+        keep_newest(settings, kind, KEEP_SAVED.get(kind, KEEP_DEFAULT), kept)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):  # this process still has it
         pass
     return built
@@ -128,6 +196,7 @@ def keep_newest(settings: Settings, kind: str, count: int, current: Path) -> Non
     for path in saved[count:]:
         if path != current:
             path.unlink(missing_ok=True)
+            buffers_path(path).unlink(missing_ok=True)
 
 
 def prune(settings: Settings, fingerprint: str) -> None:
@@ -143,8 +212,8 @@ def prune(settings: Settings, fingerprint: str) -> None:
 
 
 def refresh(store, settings: Settings) -> None:
-    """After indexing: make sure what a search builds from the store's content is saved (learned
-    fusion's corpus views, the documents' periods, the whole-unit index of settings.unit_view),
+    """After indexing: make sure what a search builds from the store's content is saved (the chunks
+    as columns, learned fusion's corpus views, the documents' periods, the whole-unit index of settings.unit_view),
     building what is missing through a workspace over the store; drop what earlier content left."""
     from ragloupe.workspace import Workspace
 
@@ -153,7 +222,7 @@ def refresh(store, settings: Settings) -> None:
     fingerprint = store.fingerprint()
     k1, b, backend = float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend
     unit_params = (settings.unit_view, k1, float(settings.unit_bm25_b), backend)
-    wanted = [("views", (k1, b, backend)), ("periods", (int(settings.fiscal_year_start_month),))]
+    wanted = [("chunks", ()), ("views", (k1, b, backend)), ("periods", (int(settings.fiscal_year_start_month),))]
     if settings.unit_view != "none":
         wanted.append(("units", unit_params))
     if not all(saved_path(settings, kind, fingerprint, params).is_file() for kind, params in wanted):

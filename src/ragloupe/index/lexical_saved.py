@@ -16,8 +16,11 @@ of every ``ragloupe index`` run (pipeline.run_index) and by the first search
 that had to build one. A missing, partial or mismatched saved index reads as
 None and is rebuilt by the caller: never an error.
 
-The chunks themselves are not saved: they come from the store (Workspace.chunks,
-one read shared with the other caches), and their ids must equal the saved ones.
+The chunks themselves are not saved here: they come from the workspace's chunk
+columns (Workspace.chunk_columns: index.chunk_columns, saved beside this by
+index.derived_saved), already in chunk id order, and their ids must equal the
+saved ones. Over columns the index's filter arrays are taken from the columns and
+no Chunk is made until a search returns it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Callable, Sequence
 
 from ragloupe.config import Settings
 from ragloupe.index import lexical
+from ragloupe.index.chunk_columns import ChunkColumns, ids_of
 from ragloupe.models import Chunk
 
 FORMAT = 1
@@ -111,12 +115,22 @@ def load(settings: Settings, fingerprint: str, chunks: Sequence[Chunk], k1: floa
                     "backend": backend, "tokenizer": TOKENIZER_VERSION}
         if any(meta.get(name) != value for name, value in expected.items()):
             return None
-        ordered = sorted(chunks, key=lambda c: c.chunk_id)
-        if meta["chunk_ids"] != [c.chunk_id for c in ordered]:
+        ordered = chunks if isinstance(chunks, ChunkColumns) else sorted(chunks, key=lambda c: c.chunk_id)
+        if meta["chunk_ids"] != ids_of(ordered):
             return None
-        return lexical.from_parts(ordered, _load_model(target, backend, k1, b, bool(ordered)), k1, b, backend)
+        return over(ordered, _load_model(target, backend, k1, b, len(ordered) > 0), k1, b, backend)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def over(ordered, model, k1: float, b: float, backend: str) -> lexical.LexicalIndex:
+    """lexical.from_parts, or over chunk columns the same index with its filter columns read from
+    the columns (from_parts would make every chunk to read its doc_id, page and quality)."""
+    if not isinstance(ordered, ChunkColumns):
+        return lexical.from_parts(ordered, model, k1, b, backend)
+    return lexical.LexicalIndex(chunks=ordered, backend=backend, k1=k1, b=b, model=model,
+                                doc_codes=lexical.Codes(*ordered.codes("doc_id")), pages=ordered.integers("page"),
+                                quality_codes=lexical.Codes(*ordered.codes("quality")))
 
 
 def _load_model(target: Path, backend: str, k1: float, b: float, any_chunks: bool):
@@ -125,7 +139,8 @@ def _load_model(target: Path, backend: str, k1: float, b: float, any_chunks: boo
     if backend == "bm25s":
         import bm25s
 
-        return bm25s.BM25.load(str(target / "bm25s"), show_progress=False)
+        # Mapped, not read in: the score matrix's pages are read from the page cache as queries touch them.
+        return bm25s.BM25.load(str(target / "bm25s"), show_progress=False, mmap=True)
     tokens = json.loads((target / "tokens.json").read_text(encoding="utf-8"))
     return lexical.rank_bm25_model(tokens, k1, b)
 
@@ -174,5 +189,9 @@ def refresh(store, settings: Settings) -> None:
     k1, b, backend = float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend
     key = saved_key(fingerprint, k1, b, backend)
     if not (directory(settings, key) / "meta.json").is_file():
-        save(lexical.build_index(store.all_chunks(), k1=k1, b=b, backend=backend), settings, fingerprint)
+        from ragloupe.workspace import Workspace
+
+        # Through a workspace: the chunks are read from the store once and saved as columns for the
+        # next process (and for derived_saved.refresh, next); the index is built and saved.
+        Workspace(settings, store=store).lexical(k1, b, backend)
     prune(settings, {key})

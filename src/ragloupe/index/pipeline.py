@@ -264,9 +264,10 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
 
 
 def _save_lexical(store: Store, settings: Settings, timings: Counter[str]) -> None:
-    """Save the chunk BM25 of what the store now holds, and what searches build from it, so a server
-    starts without building them; a failure to write only means the first search builds them
-    (lexical_saved, derived_saved)."""
+    """Save every chunk the store now holds (as columns), its chunk BM25 and what searches build from
+    them, so a server starts without reading the store's chunks or building them; the chunks are read
+    from the store once, here. A failure to write only means the first search builds them
+    (lexical_saved, derived_saved, chunk_columns)."""
     from ragloupe.index import derived_saved, lexical_saved
 
     mark = time.perf_counter()

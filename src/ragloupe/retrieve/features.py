@@ -28,13 +28,14 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field, fields
-from typing import Mapping, Sequence
+from typing import AbstractSet, Mapping, Sequence
 
 import numpy as np
 
 from ragloupe.index import lexical
 from ragloupe.models import Chunk, EngineScore
 from ragloupe.retrieve import query_analysis as QA
+from ragloupe.retrieve import term_tables
 from ragloupe.retrieve.corpus import ContentCache
 
 # Bump when a feature's meaning or computation changes: a learned model trained
@@ -103,7 +104,12 @@ class CorpusViews:
 
     Built once per chunk-level BM25 index (so once per store content): every
     candidate's page- and chunk-level terms are then a look-up, not a reading
-    of its text per question.
+    of its text per question. ``unit_tokens``, ``unit_headings`` and ``chunk_terms``
+    are mappings over compact arrays (retrieve.term_tables) that make a page's
+    frozenset or a chunk's ChunkTerms when a candidate asks for it; ``word_ids``,
+    ``vocabulary`` and the BM25s' vocabularies are arrays over one table of
+    strings; the page and section BM25s keep their models, not the merged texts
+    they were built from.
     """
 
     units: lexical.LexicalIndex
@@ -111,11 +117,11 @@ class CorpusViews:
     sections: lexical.LexicalIndex
     section_row: dict[tuple[str, str], int]
     doc_pages: dict[str, int]
-    unit_tokens: dict[str, frozenset]  # unit -> the BM25 tokens of its whole text
-    unit_headings: dict[str, frozenset]  # unit -> the tokens of its upper-case headings
-    vocabulary: frozenset  # every token some page holds
-    word_ids: dict[str, int] = field(default_factory=dict)  # every word of a chunk -> its id in ChunkTerms.words
-    chunk_terms: dict[str, ChunkTerms] = field(default_factory=dict)  # chunk_id -> its terms, every chunk
+    unit_tokens: Mapping[str, frozenset]  # unit -> the BM25 tokens of its whole text
+    unit_headings: Mapping[str, frozenset]  # unit -> the tokens of its upper-case headings
+    vocabulary: AbstractSet[str]  # every token some page holds
+    word_ids: Mapping[str, int] = field(default_factory=dict)  # every word of a chunk -> its id in ChunkTerms.words
+    chunk_terms: Mapping[str, ChunkTerms] = field(default_factory=dict)  # chunk_id -> its terms, every chunk
     # fiscal-year start month -> chunk_id -> the periods its text names, filled as candidates come
     named_periods: dict[int, dict[str, frozenset]] = field(default_factory=dict, compare=False)
     # the feature rows of recent (question, candidates): a tuning sweep replays each many times
@@ -123,10 +129,12 @@ class CorpusViews:
 
     def __reduce__(self):
         """Pickled (index.derived_saved) without what fills per process (the named periods, the
-        feature rows), the chunks' word and figure arrays packed into one array each: unpickling
-        ten thousand small arrays was most of a load (1.0 of 1.4 s of CPU at 10k chunks)."""
-        core = {f.name: getattr(self, f.name) for f in fields(self) if f.compare}
-        return (_unpacked_views, (core, _packed_terms(core.pop("chunk_terms"))))
+        feature rows); the term tables pickle as their arrays."""
+        return (_restored_views, ({f.name: getattr(self, f.name) for f in fields(self) if f.compare},))
+
+    def chunk_ids(self) -> list[str]:
+        """The chunks these views were built over, in the chunk BM25's order."""
+        return list(self.chunk_terms)
 
     def periods_in(self, chunk: Chunk, fy_start_month: int) -> frozenset:
         """The fiscal periods the chunk's text names (query_analysis.periods_named_in), read once per chunk."""
@@ -144,26 +152,8 @@ class CorpusViews:
         return found if found is not None else read_terms(chunk, self.word_ids, {})
 
 
-def _packed_terms(terms: dict[str, ChunkTerms]) -> tuple:
-    """Every chunk's terms as lists and two concatenated arrays with their offsets."""
-    rows = list(terms.values())
-
-    def packed(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        offsets = np.cumsum([0, *(len(a) for a in arrays)], dtype=np.int64)
-        return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)), offsets
-
-    # One string object per distinct token, so pickle writes each once and later refers to it.
-    same: dict[str, str] = {}
-    tokens = [frozenset(same.setdefault(t, t) for t in r.tokens) for r in rows]
-    return (list(terms), tokens, [r.heading for r in rows],
-            packed([r.words for r in rows]), packed([r.figures for r in rows]))
-
-
-def _unpacked_views(core: dict, packed: tuple) -> CorpusViews:
-    ids, tokens, headings, (words, word_at), (figures, figure_at) = packed
-    terms = {chunk_id: ChunkTerms(tokens[i], headings[i], words[word_at[i]:word_at[i + 1]],
-                                  figures[figure_at[i]:figure_at[i + 1]]) for i, chunk_id in enumerate(ids)}
-    return CorpusViews(**core, chunk_terms=terms)
+def _restored_views(core: dict) -> CorpusViews:
+    return CorpusViews(**core)
 
 
 def build_views(index: lexical.LexicalIndex) -> CorpusViews:
@@ -183,18 +173,63 @@ def build_views(index: lexical.LexicalIndex) -> CorpusViews:
 
     unit_chunks = [merged(u, by_unit[u][0].doc_id, by_unit[u]) for u in sorted(by_unit)]
     section_chunks = [merged(f"{d}\x1f{s}", d, by_section[(d, s)]) for d, s in sorted(by_section)]
-    units = lexical.build_index(unit_chunks, k1=index.k1, b=index.b, backend=index.backend)
-    sections = lexical.build_index(section_chunks, k1=index.k1, b=index.b, backend=index.backend)
-    unit_tokens = {c.chunk_id: frozenset(lexical.tokenize(c.text)) for c in unit_chunks}
-    headings = {c.chunk_id: frozenset(lexical.tokenize(" ".join(m.group() for m in _CAPS_RUN.finditer(c.text))))
-                for c in unit_chunks}
+    units = _textless(lexical.build_index(unit_chunks, k1=index.k1, b=index.b, backend=index.backend))
+    sections = _textless(lexical.build_index(section_chunks, k1=index.k1, b=index.b, backend=index.backend))
+    strings = term_tables.Strings()
+    unit_row = {key: i for i, key in enumerate(units.chunks.keys)}
+    # unit_chunks are in unit_row's order (build_index orders by chunk_id, the unit)
+    unit_tokens = term_tables.TokenSets(unit_row, strings, *_joined(
+        [strings.row(lexical.tokenize(c.text)) for c in unit_chunks]))
+    headings = term_tables.TokenSets(unit_row, strings, *_joined([strings.row(lexical.tokenize(
+        " ".join(m.group() for m in _CAPS_RUN.finditer(c.text)))) for c in unit_chunks]))
+    on_a_page = np.zeros(len(strings.ids), dtype=bool)
+    on_a_page[unit_tokens.ids] = True
+    del unit_chunks, section_chunks
+    word_ids, terms = _chunk_terms(index.chunks, strings)
+    for model in (units.model, sections.model):  # their vocabularies as arrays over the same strings
+        if hasattr(model, "vocab_dict"):
+            model.vocab_dict = strings.local(model.vocab_dict)
+    return CorpusViews(units, unit_row, sections,
+                       {tuple(key.split("\x1f", 1)): i for i, key in enumerate(sections.chunks.keys)},
+                       dict(doc_pages), unit_tokens, headings, term_tables.StringSet(strings, on_a_page),
+                       word_ids, terms)
+
+
+def _textless(index: lexical.LexicalIndex) -> lexical.LexicalIndex:
+    """A whole-page or whole-section BM25 without the merged texts it was built from."""
+    docs = index.doc_codes
+    index.chunks = term_tables.TextlessRows([c.chunk_id for c in index.chunks], list(docs.names), docs.codes,
+                                            index.pages)
+    return index
+
+
+def _chunk_terms(chunks, strings: term_tables.Strings) -> tuple[Mapping[str, int], term_tables.ChunkTermTable]:
+    """Every chunk's terms (read_terms), as rows of arrays: token ids, heading, word ids, figures."""
     word_ids: dict[str, int] = {}
     heading_tokens: dict[str, frozenset] = {}
-    terms = {c.chunk_id: read_terms(c, word_ids, heading_tokens, grow=True) for c in index.chunks}
-    return CorpusViews(units, {c.chunk_id: i for i, c in enumerate(units.chunks)},
-                       sections, {tuple(c.chunk_id.split("\x1f", 1)): i for i, c in enumerate(sections.chunks)},
-                       dict(doc_pages), unit_tokens, headings, frozenset().union(*unit_tokens.values()),
-                       word_ids, terms)
+    headings: dict[int, int] = {}  # id() of a heading's frozenset -> its index
+    heading_sets: list[frozenset] = []
+    row: dict[str, int] = {}
+    token_rows, heading_of, words, figures = [], [], [], []
+    for chunk in chunks:
+        found = read_terms(chunk, word_ids, heading_tokens, grow=True)
+        row[chunk.chunk_id] = len(row)
+        token_rows.append(strings.row(found.tokens))
+        if id(found.heading) not in headings:
+            headings[id(found.heading)] = len(heading_sets)
+            heading_sets.append(found.heading)
+        heading_of.append(headings[id(found.heading)])
+        words.append(found.words.astype(np.int32))
+        figures.append(found.figures.astype(np.int32))
+    tokens = term_tables.TokenSets(row, strings, *_joined(token_rows))
+    return strings.local(word_ids), term_tables.ChunkTermTable(
+        tokens, heading_sets, np.asarray(heading_of, dtype=np.int32), _joined(words), _joined(figures), ChunkTerms)
+
+
+def _joined(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    at = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([len(a) for a in arrays], out=at[1:])
+    return (np.concatenate(arrays).astype(np.int32) if arrays else np.zeros(0, dtype=np.int32)), at
 
 
 def read_terms(chunk: Chunk, word_ids: dict[str, int], headings: dict[str, frozenset],
