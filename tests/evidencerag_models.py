@@ -5,7 +5,7 @@ extra fields (ragloupe's own ranking ...) are allowed, as EvidenceRAG's clients 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
 
@@ -55,7 +55,55 @@ class MetricsResponse(_Open):
     derived: dict[str, Optional[float]]
 
 
+class GenerationCounts(_Open):
+    """The counters the UI's System Metrics tab shows (Gen Total, OK, Skipped, Insufficient, Error)."""
+
+    total: StrictInt
+    ok: StrictInt
+    skipped: StrictInt
+    insufficient_evidence: StrictInt
+    error: StrictInt
+
+
+class CitationCounts(_Open):
+    parsed_total: StrictInt
+    valid_total: StrictInt
+    rejected_total: StrictInt
+
+
+class DerivedMetrics(_Open):
+    """Rates the tab formats as percentages and milliseconds ("n/a" when None)."""
+
+    citation_valid_rate: Optional[float]
+    citation_rejected_rate: Optional[float]
+    generation_avg_latency_ms: Optional[float]
+
+
+class SystemMetrics(_Open):
+    generation_counts: GenerationCounts
+    citation_counts: CitationCounts
+    derived: DerivedMetrics
+
+
 # ---------------------------------------------------------------- what the UI reads
+
+class RetrievalConfig(_Open):
+    """The keys of SearchResponse.retrieval_config the UI prints in its "Retrieval config:" caption."""
+
+    rrf_k: StrictInt
+    dense_weight: float
+    bm25_weight: float
+    enable_subsection_boost: StrictBool
+
+
+class GenerationDebug(_Open):
+    """What the UI's "Generation:" caption and its error line read of generation_debug."""
+
+    provider: StrictStr
+    status: StrictStr
+    model: Optional[str] = None
+    error: Optional[str] = None
+
 
 class SearchResult(_Open):
     """The 18 fields the UI reads of each entry of SearchResponse.results (results table, cards)."""
@@ -123,6 +171,7 @@ class EvalItem(_Open):
 
 
 class EvalItems(_Open):
+    label_type: Literal["gold", "silver"]  # "silver" makes the UI warn the answers are not human-checked
     items: list[EvalItem]
 
 
@@ -155,6 +204,9 @@ class InspectedChunk(_Open):
 
 
 class PageChunks(_Open):
+    tokenizer_backend: StrictStr  # the inspector's "Artifact tokenizer" / "Inspector tokenizer" captions
+    tokenizer_exact_counting: StrictBool
+    segment_aware_chunking: StrictBool
     chunk_count: StrictInt
     page_token_count: StrictInt
     chunk_size_tokens: StrictInt

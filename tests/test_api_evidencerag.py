@@ -32,6 +32,8 @@ def search(api, body: dict, doc: str | None = DOC) -> dict:
     assert response.status_code == 200, response.text
     data = response.json()
     er.SearchResponse.model_validate(data)
+    er.RetrievalConfig.model_validate(data["retrieval_config"])
+    er.GenerationDebug.model_validate(data["generation_debug"])
     for row in data["results"]:
         er.SearchResult.model_validate(row)
     return data
@@ -147,7 +149,9 @@ def test_generated_answer_without_an_llm_falls_back_with_200_and_is_counted(api)
 
 def test_metrics_are_json_counters_and_prometheus_text_is_at_metrics(api):
     search(api, {"question": "staff numbers", "k": 2})
-    data = er.MetricsResponse.model_validate(api.client.get("/api/v1/metrics").json())
+    body = api.client.get("/api/v1/metrics").json()
+    data = er.MetricsResponse.model_validate(body)
+    er.SystemMetrics.model_validate(body)
     assert data.generation_counts["skipped"] >= 1 and set(data.citation_counts) == {
         "parsed_total", "valid_total", "rejected_total"}
     assert "ragloupe_http_requests_total" in api.client.get("/metrics").text

@@ -106,6 +106,9 @@ def result_row(hit: Any, expected_pages: set[int]) -> dict[str, Any]:
 def retrieval_config(settings: Any) -> dict[str, Any]:
     return {"fusion_strategy": settings.fusion, "rrf_k": settings.rrf_k, "dense_weight": settings.weight_dense,
             "bm25_weight": settings.weight_bm25, "enable_cross_encoder_rerank": False,
+            # EvidenceRAG's UI prints this flag in its retrieval caption; ragloupe has one heading
+            # per chunk and no subsection boost, so it is off rather than missing ("None")
+            "enable_subsection_boost": False,
             "bm25_k1": settings.bm25_k1, "bm25_b": settings.bm25_b, "embedding_model": settings.embedding_model,
             "candidate_window": settings.candidate_window}
 
