@@ -89,7 +89,10 @@ def test_an_uploaded_statement_has_its_table_chunks_listed(api, tmp_path):
     assert item["caption"] == "Table 4: Statutory financial targets"
     found = api.client.post("/api/v1/docs/statement/search",
                             json={"question": "core revenue resource limit", "k": 5, "filter_is_table": True}).json()
-    assert found["results"] and all(r["is_table"] and r["table_chunk_kind"] == "rows" for r in found["results"])
+    assert found["results"] and all(r["is_table"] and r["table_chunk_kind"] == "row_block" for r in found["results"])
+    first = next(c for c in tables["tables"] if c["chunk_id"] == found["results"][0]["chunk_id"])
+    assert (found["results"][0]["row_start_idx"], found["results"][0]["row_end_idx"]) == (
+        first["row_start"], first["row_end"] - 1)  # EvidenceRAG's last row is inclusive
 
 
 @pytest.mark.parametrize("name, saved", [("../../outside.csv", "outside.csv"), ("..\\..\\evil.csv", "evil.csv"),

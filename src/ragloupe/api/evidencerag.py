@@ -98,8 +98,10 @@ def result_row(hit: Any, expected_pages: set[int]) -> dict[str, Any]:
         "section_title": chunk.section or "", "subsection_title": "",
         "snippet": text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS].rstrip() + " ...",
         "chunk_text": text, "hit_expected_page": chunk.page in expected_pages,
-        "is_table": table, "table_chunk_kind": "rows" if table else None,
-        "row_start_idx": chunk.row_start if table else None, "row_end_idx": chunk.row_end if table else None,
+        # EvidenceRAG's row blocks name their first and LAST body row (row_end_idx inclusive);
+        # a ragloupe table chunk holds body rows [row_start, row_end)
+        "is_table": table, "table_chunk_kind": "row_block" if table else None,
+        "row_start_idx": chunk.row_start if table else None, "row_end_idx": chunk.row_end - 1 if table else None,
     }
 
 
