@@ -74,6 +74,19 @@ def peak_rss_mb(pid: int | str = "self") -> float:
     return float("nan")
 
 
+def memory_mb(pid: int | str = "self") -> dict[str, float]:
+    """What the process holds now (VmRSS), split: anonymous memory (the Python heap, numpy arrays
+    read in, Chroma's HNSW graph) and file pages mapped in (shared libraries, the saved copies'
+    mapped arrays, which the page cache holds and the kernel can drop)."""
+    wanted = {"VmRSS": "rss", "RssAnon": "anonymous", "RssFile": "file_mapped", "RssShmem": "shared"}
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name = line.split(":", 1)[0]
+        if name in wanted:
+            found[wanted[name]] = round(int(line.split()[1]) / 1024, 1)
+    return found
+
+
 def summarise(samples: list[float]) -> dict[str, float]:
     values = np.asarray(samples) * 1000
     return {"p50_ms": round(float(np.percentile(values, 50)), 1),
@@ -155,6 +168,7 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
     ranking = timed("first_search_s", lambda: search(question, settings=settings, workspace=workspace))
     parts["first_search_stages_ms"] = {k: round(v * 1000, 1) for k, v in ranking.timings.items()}
     parts["rss_after_start_mb"] = peak_rss_mb()
+    parts["memory_after_start_mb"] = memory_mb()
     seconds = [v for k, v in parts.items() if k.endswith("_s")]
     parts["restart_to_first_answer_s"] = sum(seconds)
     parts["after_imports_to_first_answer_s"] = sum(seconds) - parts["imports_s"]
@@ -197,7 +211,7 @@ def probe(index_dir: Path, host: str, port: int, queries: int) -> dict:
     parts, workspace = restart_parts(settings, questions[0])
     searches = timed_searches(settings, workspace, questions[1:])
     return {"chunks": workspace.store.count(), "code": code, "restart": parts, "hybrid": searches,
-            "peak_rss_mb": peak_rss_mb(), "niceness": os.nice(0),
+            "peak_rss_mb": peak_rss_mb(), "memory_at_end_mb": memory_mb(), "niceness": os.nice(0),
             # The machine is shared: a load above its 2 CPUs inflates every wall-clock figure.
             "load_average": {"before": load_before, "after": [round(x, 1) for x in os.getloadavg()]},
             "settings": {"mode": settings.mode, "fusion": settings.fusion,
