@@ -34,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -156,24 +157,37 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
         return value
 
     store = timed("open_store_s", lambda: open_store(settings))
-    embedder = timed("load_model_s", lambda: _warm(get_embedder(settings)))
-    workspace = Workspace(settings, store=store, embedder=embedder)  # the one the timed searches use
+    workspace = Workspace(settings, store=store, load_embedder=lambda: _warm(get_embedder(settings)))
     timed("read_all_chunks_s", workspace.chunks)
+    # As serve's warm-up: Chroma reads its vector index in a thread beside the rest (its query
+    # releases the GIL), so the first search does not pay for it; its own wall time is reported.
+    dense = threading.Thread(target=lambda: parts.__setitem__("open_dense_index_beside_s", _took(
+        workspace.open_dense_index)))
+    dense.start()
+    timed("load_model_s", lambda: workspace.embedder)
     timed("chunk_table_s", workspace.chunk_table)
     timed("bm25_build_s", workspace.lexical)
     timed("document_periods_s", workspace.periods)
     timed("learned_model_s", lambda: workspace.learned_model(learned.model_path(settings)))
     # Learned fusion's page-, section- and chunk-level views, built from the chunk BM25 on first use.
     timed("page_section_views_s", lambda: workspace.corpus_views(workspace.lexical()))
+    timed("dense_index_wait_s", dense.join)
     ranking = timed("first_search_s", lambda: search(question, settings=settings, workspace=workspace))
+    answered = time.perf_counter() - STARTED
     parts["first_search_stages_ms"] = {k: round(v * 1000, 1) for k, v in ranking.timings.items()}
     parts["rss_after_start_mb"] = peak_rss_mb()
     parts["memory_after_start_mb"] = memory_mb()
-    seconds = [v for k, v in parts.items() if k.endswith("_s")]
-    parts["restart_to_first_answer_s"] = sum(seconds)
-    parts["after_imports_to_first_answer_s"] = sum(seconds) - parts["imports_s"]
+    parts["parts_in_turn_s"] = sum(v for k, v in parts.items() if k.endswith("_s") and "beside" not in k)
+    parts["restart_to_first_answer_s"] = answered  # the wall time from the process's start
+    parts["after_imports_to_first_answer_s"] = answered - parts["imports_s"]
     parts["cpu_s"] = {k: round(v, 2) for k, v in cpu.items()}
     return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in parts.items()}, workspace
+
+
+def _took(step) -> float:
+    start = time.perf_counter()
+    step()
+    return time.perf_counter() - start
 
 
 def _warm(embedder):

@@ -54,6 +54,7 @@ def test_fresh_workspace_loads_them_and_ranks_as_a_build(saved_copy, embedder, m
                          (Store, "all_chunks")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("built instead of loaded"))
     loaded = Workspace(saved_copy, store=store, embedder=embedder)
+    loaded.open_dense_index()  # what a starting server runs beside its loads: from the saved chunks
 
     for question in QUESTIONS:
         assert _hits(saved_copy, loaded, question) == expected[question]

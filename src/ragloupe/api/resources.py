@@ -127,10 +127,14 @@ class Resources:
             if self.store().count() == 0:
                 return
             workspace = self.workspace()
+            workspace.chunk_columns()  # once, before the two threads that read them
+            dense = threading.Thread(target=_quietly(workspace.open_dense_index), name="dense-open", daemon=True)
+            dense.start()  # Chroma's vector index, read beside the rest
             # What the indexer saved (the BM25, learned fusion's views, the periods), read while the model loads.
             workspace.corpus_views(workspace.lexical())
             workspace.periods()
             loader.join()  # the model, or its error from embedder() below
+            dense.join()
             # A question with words both engines find, so fusion (learned fusion's per-chunk
             # features included) builds its caches now; "warm up" alone left them to the first user.
             search(WARM_UP_QUESTION, settings=self.settings, explain=True, workspace=self.workspace())
@@ -152,3 +156,13 @@ class Resources:
             self.embedder()
         except Exception:  # noqa: BLE001  the warm-up's own embedder() call reports it
             pass
+
+
+def _quietly(step):
+    """``step`` for a warm-up thread: what fails is met again, and reported, by the search that needs it."""
+    def run() -> None:
+        try:
+            step()
+        except Exception:  # noqa: BLE001
+            pass
+    return run
