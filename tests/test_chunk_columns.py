@@ -78,3 +78,13 @@ def test_an_empty_store_has_empty_columns(settings):
 
     assert len(columns) == 0 and list(columns.reading_order()) == [] and dict(columns.by_doc()) == {}
     assert list(columns.strings("doc_id")) == [] and len(columns.integers("page")) == 0
+
+
+def test_older_copies_of_the_chunks_go_with_their_arrays(settings):
+    for fingerprint in ("a" * 16, "b" * 16, "c" * 16):
+        derived_saved.load_or_build(settings, "chunks", fingerprint, (), lambda: ChunkColumns.of(CHUNKS))
+
+    root = settings.path("index_dir") / derived_saved.SUBDIR
+    kept = derived_saved.KEEP_SAVED["chunks"]
+    assert len(list(root.glob("chunks-*.pickle"))) == len(list(root.glob("chunks-*.buffers"))) == kept < 3
+    assert derived_saved.load(settings, "chunks", "c" * 16, ()) is not None  # the current one stays

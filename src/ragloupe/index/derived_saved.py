@@ -46,9 +46,9 @@ from ragloupe.config import Settings
 FORMAT = 2
 SUBDIR = "derived"
 KINDS = ("chunks", "views", "periods", "units")
-# Copies kept per kind beside the current one: a k1/b sweep saves one view per setting; the
-# chunks depend on the content alone (a copy per content a process still reads, e.g. two checkouts).
-KEEP_SAVED = {"chunks": 1}
+# Copies kept per kind, the current one among them: a k1/b sweep saves one view per setting; the
+# chunks depend on the content and their code alone (two: e.g. two checkouts reading one index).
+KEEP_SAVED = {"chunks": 2}
 KEEP_DEFAULT = 4
 ALIGN = 64  # each array starts at a multiple of this in .buffers
 # The modules whose code decides what is saved: a change to any makes every saved copy stale.
