@@ -4,6 +4,7 @@ an API key set, and a local server speaking Ollama's protocol as the LLM."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -194,6 +195,29 @@ def test_search_carries_every_engines_rank_and_score(api):
     assert all(set(h["per_engine"]) == {"dense", "bm25"} for h in hits)
     assert any(h["per_engine"]["bm25"]["rank"] is not None for h in hits)
     assert {h["chunk"]["doc_id"] for h in hits} <= {"Grampian-2020-2021", "Grampian-2021-2022", "Grampian-2022-2023", "guidance"}
+
+
+def test_a_search_waits_for_a_free_slot_and_then_answers(api):
+    """Searches run at most one per encoder thread at once; the rest wait their turn, not fail."""
+    body = {"question": "Core Revenue Resource Limit", "k": 3}
+    assert api.client.post("/api/v1/search", json=body).status_code == 200  # warm: answers in well under 1 s
+    slots = api.app_resources.search_slots
+    held = 0
+    while slots.acquire(blocking=False):  # every slot taken, as by that many running searches
+        held += 1
+    assert held == api.settings.encoder_threads()
+    answered: list[int] = []
+    waiting = threading.Thread(target=lambda: answered.append(
+        api.client.post("/api/v1/search", json=body).status_code))
+    try:
+        waiting.start()
+        waiting.join(1.0)
+        assert waiting.is_alive() and not answered  # queued behind the slots
+    finally:
+        for _ in range(held):
+            slots.release()
+    waiting.join(60)
+    assert answered == [200]
 
 
 def test_document_search_stays_in_its_document_and_places_the_gold_page(api):

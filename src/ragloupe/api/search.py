@@ -34,8 +34,9 @@ def run_search(body: SearchRequest, request: Request, doc_id: str | None = None)
     documents, scope, notes = _documents(body, doc_id, resources)
     keep = evidencerag.chunk_filter(body)
     depth = max(body.k, evidencerag.CHUNK_FILTER_DEPTH) if keep else body.k
-    ranking = search(body.question, body.mode, depth, {"doc_ids": documents} if documents else None,
-                     resources.settings, explain=True, workspace=resources.workspace())
+    with resources.search_slots:
+        ranking = search(body.question, body.mode, depth, {"doc_ids": documents} if documents else None,
+                         resources.settings, explain=True, workspace=resources.workspace())
     if keep:
         ranking = evidencerag.filtered(ranking, keep, body.k)
         if not ranking.hits:
