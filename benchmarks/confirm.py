@@ -1,0 +1,122 @@
+"""The confirmation figures: questions written after the features were frozen, by a writer who never saw them.
+
+    .venv/bin/python benchmarks/confirm.py --label bundled [--modes dense,bm25,hybrid] [--out PATH]
+
+On the index RAGLOUPE_INDEX_DIR points at (the three Grampian reports,
+data/benchmarks/natech/guidance.csv and data/benchmarks/manuals/pdf), every set
+under data/benchmarks/confirm/ is scored by `ragloupe eval`'s evaluate(), each
+question scoped to its document, in each mode. Nothing here chooses anything:
+the sets are measured once, after tuning, and the figures are reported as they
+come. Per family (Grampian reports split by the question's wording, manuals,
+Natech records): Hit@1 / Hit@3 / MRR@10 with bootstrap CIs, Hit@1 per quarter
+of the report, and each mode's paired difference in Hit@1 against BM25 alone
+with its permutation p-value. ``--label`` names the index (e.g. ``bundled``,
+``adapted``) and the output file, benchmarks/results/confirm_<label>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
+
+bootstrap_environment()
+
+from ragloupe.evaluate import stats  # noqa: E402
+from ragloupe.evaluate.runs import evaluate  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
+
+CONFIRM = PROJECT_ROOT / "data/benchmarks/confirm"
+METRICS = ("hit@1", "hit@3", "rr@10")
+
+
+def confirmation_sets() -> list[Path]:
+    return sorted(CONFIRM.glob("**/*.confirm.json"))
+
+
+def question_facts(paths: list[Path]) -> dict[tuple[str, str], dict]:
+    """(gold set name, query id) -> the family, the wording and the quarter the writer gave."""
+    facts = {}
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        name = path.name.removesuffix(".json")
+        kind = path.parent.name  # grampian, manuals or natech
+        for query in data.get("queries", []):
+            wording = query.get("wording", "")
+            family = f"{kind}-{wording}" if kind == "grampian" and wording else kind
+            facts[(name, str(query["query_id"]))] = {"family": family, "kind": kind, "wording": wording,
+                                                      "quarter": query.get("quarter")}
+    return facts
+
+
+def summarise(rows: list[dict]) -> dict:
+    out = {"n": len(rows)}
+    for metric in METRICS:
+        values = [r["metrics"][metric] for r in rows]
+        mean = sum(values) / len(values) if values else None
+        low, high = stats.bootstrap_ci(values) if values else (None, None)
+        label = "mrr@10" if metric == "rr@10" else metric
+        out[label] = {"mean": None if mean is None else round(mean, 4),
+                      "ci95": [None if low is None else round(low, 4), None if high is None else round(high, 4)]}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", required=True, help="what index this is (bundled, adapted, ...)")
+    parser.add_argument("--modes", default="dense,bm25,hybrid")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    settings = get_settings()
+    paths = confirmation_sets()
+    if not paths:
+        raise SystemExit(f"no confirmation sets under {CONFIRM}")
+    facts = question_facts(paths)
+    workspace = Workspace(settings)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    by_mode: dict[str, list[dict]] = {}
+    seconds = {}
+    for mode in modes:
+        started = time.perf_counter()
+        report = evaluate(paths, mode=mode, scope="doc", settings=settings, write=False, workspace=workspace)
+        seconds[mode] = round(time.perf_counter() - started, 1)
+        by_mode[mode] = [{**facts[(r["goldset"], str(r["query_id"]))], "key": (r["goldset"], str(r["query_id"])),
+                          "metrics": r["metrics"]} for r in report.data["queries"]]
+    families = sorted({f["family"] for f in facts.values()} | {"grampian"})
+    result: dict = {"label": args.label, "index_dir": str(settings.path("index_dir")),
+                    "embedding_model": settings.embedding_model, "default_mode": settings.mode,
+                    "fusion": settings.fusion, "sets": [str(p.relative_to(PROJECT_ROOT)) for p in paths],
+                    "seconds": seconds, "families": {}}
+    for family in families:
+        def keep(row: dict) -> bool:
+            return row["family"] == family or (family == "grampian" and row["kind"] == "grampian")
+        entry: dict = {}
+        for mode in modes:
+            rows = [r for r in by_mode[mode] if keep(r)]
+            entry[mode] = summarise(rows)
+            quarters = sorted({r["quarter"] for r in rows if r["quarter"]})
+            if quarters:
+                entry[mode]["hit@1_by_quarter"] = {
+                    str(q): round(sum(r["metrics"]["hit@1"] for r in rows if r["quarter"] == q)
+                                  / sum(1 for r in rows if r["quarter"] == q), 4) for q in quarters}
+            if "bm25" in by_mode and mode != "bm25":
+                base = {r["key"]: r["metrics"]["hit@1"] for r in by_mode["bm25"] if keep(r)}
+                mine = [r["metrics"]["hit@1"] for r in rows]
+                theirs = [base[r["key"]] for r in rows]
+                entry[mode]["vs_bm25_hit@1"] = {
+                    "difference": round((sum(mine) - sum(theirs)) / len(rows), 4) if rows else None,
+                    "p": round(stats.paired_permutation_p(mine, theirs), 4)}
+        result["families"][family] = entry
+    out = args.out or PROJECT_ROOT / f"benchmarks/results/confirm_{args.label}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    for family, entry in result["families"].items():
+        line = "  ".join(f"{m} {entry[m]['hit@1']['mean']}" for m in modes)
+        print(f"{family:22s} n={entry[modes[0]]['n']:3d}  Hit@1: {line}")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
