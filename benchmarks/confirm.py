@@ -83,6 +83,11 @@ def main() -> None:
         started = time.perf_counter()
         report = evaluate(paths, mode=mode, scope="doc", settings=settings, write=False, workspace=workspace)
         seconds[mode] = round(time.perf_counter() - started, 1)
+        missing = [f for f in report.data["findings"] if "not in the index" in str(f).lower()
+                   or "not indexed" in str(f).lower()]
+        if missing or workspace.store.count() == 0:
+            raise SystemExit(f"the index at {settings.path('index_dir')} lacks the sets' documents: "
+                             f"{missing[:1] or 'it is empty'}")
         by_mode[mode] = [{**facts[(r["goldset"], str(r["query_id"]))], "key": (r["goldset"], str(r["query_id"])),
                           "metrics": r["metrics"]} for r in report.data["queries"]]
     families = sorted({f["family"] for f in facts.values()} | {"grampian"})
