@@ -91,6 +91,7 @@ def test_a_field_added_later_is_validated_from_its_type_alone():
 
 
 def test_each_choice_list_is_the_one_its_module_implements():
+    from ragloupe.config import ADAPTED_MODEL_CHOICES
     from ragloupe.diagnostics.projections import METHODS as PROJECTIONS
     from ragloupe.generate import check
     from ragloupe.generate.llm import BACKENDS as LLMS
@@ -107,7 +108,8 @@ def test_each_choice_list_is_the_one_its_module_implements():
                    "llm_backend": LLMS, "projection_method": PROJECTIONS,
                    "table_strategy": STRATEGIES, "unit_view": units.VIEWS, "unit_dense": units.DENSE_RULES,
                    "embedding_backend": embedder.BACKENDS, "device": devices.DEVICES,
-                   "check_verifier": check.VERIFIERS, "check_evidence": check.EVIDENCE}
+                   "check_verifier": check.VERIFIERS, "check_evidence": check.EVIDENCE,
+                   "adapted_model": ADAPTED_MODEL_CHOICES}
     assert {name: set(values) for name, values in CHOICES.items()} == \
         {name: set(values) for name, values in implemented.items()}
 

@@ -21,6 +21,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,10 @@ SAME_VECTORS = ("torch", "onnx")  # embedding backends whose vectors are interch
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Models adapted to an index (`ragloupe adapt`) live under <index_dir>/models/<name>/.
+ADAPTED_MODELS_DIR = "models"
+ADAPTED_MODEL_CHOICES = ("auto", "off")  # Settings.adapted_model (_with_adopted_model)
+_MODEL_DIR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 def _env_name(field_name: str) -> str:
@@ -85,6 +90,17 @@ class Settings:
     # Where the bundled model and the cross-encoder run: auto (a GPU when torch sees one, else
     # the CPU) | cpu | cuda | mps (see devices.py).
     device: str = "auto"
+    # --- adapting the model to the corpus (`ragloupe adapt`, adapt/) ---
+    # auto: when the index dir holds a model adapted from embedding_model and adopted by
+    # `ragloupe adapt` (<index_dir>/models/adopted.json), that model embeds and encodes; off: never.
+    adapted_model: str = "auto"
+    adapt_max_steps: int = 200  # optimiser steps at most
+    adapt_max_seconds: float = 600.0  # training stops after this long (the steps run are recorded)
+    adapt_batch_size: int = 32  # pairs per step (in-batch negatives: the more, the harder)
+    adapt_learning_rate: float = 2e-5
+    adapt_hard_negatives: bool = True  # add a BM25-mined negative from the same document per pair
+    adapt_pair_kinds: str = "sentence,heading,table,title"  # adapt.pairs.KINDS to make pairs of
+    adapt_seed: int = 13
 
     # --- ingestion ---
     boilerplate_min_share: float = 0.5  # a line on >= this share of pages is a running header/footer
@@ -244,7 +260,7 @@ class Settings:
         for key, value in overrides.items():
             values[key], sources[key] = value, "override"
         _refuse_unknown(cls, values)
-        return cls(**values, sources=sources)
+        return _with_adopted_model(cls(**values, sources=sources))
 
     def replace(self, **changes: Any) -> "Settings":
         _refuse_unknown(type(self), changes)
@@ -274,7 +290,8 @@ class Settings:
 
     def origin(self, name: str) -> str:
         source = self.sources.get(name, "default")
-        return {"environment": " (from the environment)", ".env": " (from .env)"}.get(source, "")
+        return {"environment": " (from the environment)", ".env": " (from .env)",
+                "adapted": " (adapted to this index by `ragloupe adapt`)"}.get(source, "")
 
     def path(self, name: str) -> Path:
         """A path setting resolved against the project root (a named collection's own folder)."""
@@ -304,12 +321,20 @@ class Settings:
         """
         return hashlib.sha256(json.dumps(self.shaping_settings(), sort_keys=True).encode()).hexdigest()[:16]
 
+    def model_identity(self) -> str:
+        """embedding_model, with a model adapted under this index's own models dir named by where it
+        sits there ("adapted:<name>"), so moving the project does not make the index look stale."""
+        path = Path(self.embedding_model)
+        if path.is_absolute() and path.parent == self.path("index_dir") / ADAPTED_MODELS_DIR:
+            return f"adapted:{path.name}"
+        return self.embedding_model
+
     def shaping_settings(self) -> dict[str, Any]:
         """The settings index_fingerprint() hashes: add a setting that shapes the index HERE,
         so the fingerprint and the manifest's record of it (shown in a stale-index message)
         can never disagree."""
         shaping = {
-            "embedding_model": self.embedding_model,
+            "embedding_model": self.model_identity(),
             "chunk_tokens": self.chunk_tokens,
             "chunk_overlap": self.chunk_overlap,
             "boilerplate_min_share": self.boilerplate_min_share,
@@ -371,6 +396,35 @@ def setting_warnings(env_file: str | Path | None = None) -> list[str]:
 def split_names(value: str) -> list[str]:
     """'id, Chapter' -> ['id', 'chapter'] (lower-cased candidate column names)."""
     return [part.strip().lower() for part in value.split(",") if part.strip()]
+
+
+def adopted_model_file(settings: Settings) -> Path:
+    """Where `ragloupe adapt` records the model it adopted for this index (adapt/swap.py writes it)."""
+    return settings.path("index_dir") / ADAPTED_MODELS_DIR / "adopted.json"
+
+
+def _with_adopted_model(settings: Settings) -> Settings:
+    """``settings`` with embedding_model pointing at the model `ragloupe adapt` adopted for this
+    index, when there is one, it was adapted from the configured model and adapted_model is auto.
+
+    The index and its queries must be encoded by the same model, so the choice is read from the
+    index dir, where the adaptation that re-embedded the index wrote it, not from a setting a
+    person must remember to change."""
+    if settings.adapted_model != "auto":
+        return settings
+    try:
+        adopted = json.loads(adopted_model_file(settings).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return settings
+    name = adopted.get("model") if isinstance(adopted, dict) else None
+    if adopted.get("source_model") != settings.embedding_model or not isinstance(name, str) \
+            or not _MODEL_DIR_NAME.fullmatch(name):
+        return settings
+    model_dir = adopted_model_file(settings).parent / name
+    if not model_dir.is_dir():
+        return settings
+    sources = {**settings.sources, "embedding_model": "adapted"}
+    return dataclasses.replace(settings, embedding_model=str(model_dir), sources=sources)
 
 
 def get_settings(**overrides: Any) -> Settings:

@@ -298,3 +298,10 @@ class TuningError(RagloupeError):
     """Tuning cannot run as asked (too few documents to hold one out, an unknown space ...)."""
 
     kind = Kind.REFUSED
+
+
+class AdaptError(RagloupeError):
+    """`ragloupe adapt` cannot run as asked (an empty or stale index, a server embedding backend,
+    an unknown pair kind ...)."""
+
+    kind = Kind.REFUSED

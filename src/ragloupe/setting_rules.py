@@ -41,6 +41,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "unit_dense": ("centroid", "max", "mean", "top2"),  # retrieve.units.DENSE_RULES
     "embedding_backend": ("torch", "onnx", "onnx-int8", "ollama", "openai"),  # index.embedder.BACKENDS
     "device": ("auto", "cpu", "cuda", "mps"),  # devices.DEVICES
+    "adapted_model": ("auto", "off"),  # config.ADAPTED_MODEL_CHOICES
 }
 
 
@@ -87,6 +88,8 @@ BOUNDS: dict[str, Bound] = {
     "unit_weight_bm25": _AT_LEAST_0, "unit_weight_dense": _AT_LEAST_0, "unit_bm25_b": _SHARE,
     "api_port": Bound(1, 65535), "api_max_body_kb": _AT_LEAST_1, "api_max_sources": _AT_LEAST_1,
     "check_batch_tokens": Bound(100, 100_000),
+    "adapt_max_steps": _AT_LEAST_0, "adapt_max_seconds": _POSITIVE, "adapt_batch_size": Bound(2, 1024),
+    "adapt_learning_rate": Bound(0, 1),
 }
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

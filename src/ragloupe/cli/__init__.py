@@ -24,7 +24,7 @@ from ragloupe.logs import log_exception, warnings_to_log  # noqa: E402
 # Modules that add subcommands: each has register(subparsers) and sets
 # `handler` on its parsers: handler(args) -> CommandResult.
 COMMAND_MODULES = ("index_cmd", "search_cmd", "eval_cmd", "goldset_cmd", "answer_cmd", "chat_cmd", "tune_cmd",
-                   "check_cmd", "serve_cmd", "doctor_cmd", "collections_cmd")
+                   "check_cmd", "serve_cmd", "doctor_cmd", "collections_cmd", "adapt_cmd")
 
 
 class CommandResult:

@@ -30,6 +30,7 @@ from ragloupe.chunking import chunk_document, content_budget
 from ragloupe.config import Settings
 from ragloupe.errors import ACTION, Action, StaleIndex
 from ragloupe.index.embedder import get_embedder
+from ragloupe.index import swap
 from ragloupe.index.lock import index_lock, lock_holder
 from ragloupe.index.manifest import DocumentEntry, Manifest, entry_for
 from ragloupe.index.store import Store, open_store
@@ -220,6 +221,9 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
             raise StaleIndex(f"{reason}: {ACTION}, or restore the previous settings",
                              action=Action.REBUILD_INDEX)
         store = open_store(settings)
+        if note := swap.finish_interrupted(store):  # a killed `ragloupe adapt` mid-swap
+            summary.repaired.append(note)
+            manifest = Manifest.load(settings)
         if rebuild:
             paths = _rebuild_paths(paths, manifest, settings)
             manifest = _emptied(manifest, store, settings)

@@ -187,6 +187,34 @@ class Store:
             pass
         self.collection = _get_collection(self.client, self.settings.collection)
 
+    # ---- other collections of the same client (index/swap.py) --------------
+    def collection_named(self, name: str, create: bool = True):
+        """Another collection of this client (a scratch copy being filled), made when missing and
+        ``create``; None when missing and not ``create``."""
+        if not create and name not in self.collection_names():
+            return None
+        return _get_collection(self.client, name)
+
+    def collection_names(self) -> list[str]:
+        return sorted(c if isinstance(c, str) else c.name for c in self.client.list_collections())
+
+    def rename_collection(self, name: str, new_name: str) -> None:
+        """Give the collection ``name`` the name ``new_name`` (which must be free)."""
+        _get_collection(self.client, name).modify(name=new_name)
+        if name == self.settings.collection or new_name == self.settings.collection:
+            self.collection = _get_collection(self.client, self.settings.collection)
+
+    def drop_collection(self, name: str) -> None:
+        """Delete the collection ``name`` (not the store's own: reset() is for that)."""
+        if name == self.settings.collection:
+            raise ValueError("drop_collection does not drop the store's own collection")
+        if name in self.collection_names():
+            self.client.delete_collection(name)
+
+    def scan(self, include: list[str]) -> Iterator[tuple[str, str | None, dict]]:
+        """Every record of the collection as (id, document, metadata), a batch at a time."""
+        return self._scan(None, include)
+
     # ---- helpers ---------------------------------------------------------
     def _scan(self, where: dict | None, include: list[str]) -> Iterator[tuple[str, str | None, dict]]:
         """Page through the collection with limit/offset so no call exceeds the batch cap."""

@@ -1,0 +1,74 @@
+"""`ragloupe adapt`: fine-tune the embedding model on the indexed corpus and keep it if it wins.
+
+    ragloupe adapt [GOLDSET ...] [--keep-untested] [--set NAME=VALUE] [--json]
+    ragloupe adapt --revert [--json]
+
+Pseudo-queries are cut from the index's own text (a sentence for the rest of its passage,
+a heading for its section, a table's row and column labels, a record's title), with hard
+negatives from BM25 over the same document; the configured model is fine-tuned on them
+within RAGLOUPE_ADAPT_MAX_STEPS / RAGLOUPE_ADAPT_MAX_SECONDS and saved under
+<index dir>/models/. The index is re-embedded into a scratch collection and swapped in at
+once, then the gold sets (default: your own, `ragloupe goldset list`) are searched before and
+after: the adapted model is kept only when its Hit@1 is not lower on any gold set and its MRR
+over all questions is higher; otherwise the previous collection is swapped back. No gold
+question is ever trained on. --revert re-embeds the index with the configured model.
+Details: docs/adapt.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ragloupe.cli import CommandResult, add_json_flag, settings_with_overrides
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("adapt", help="fine-tune the embedding model on the indexed corpus",
+                            description=__doc__.splitlines()[0])
+    parser.add_argument("goldsets", nargs="*", metavar="GOLDSET",
+                        help="gold sets the decision is made on: files or names of yours "
+                             "(default: every gold set of yours)")
+    parser.add_argument("--keep-untested", action="store_true",
+                        help="with no gold set to compare on, use the adapted model anyway")
+    parser.add_argument("--revert", action="store_true",
+                        help="re-embed the index with the configured model and stop using the adapted one")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
+                        help="override a setting for this run, e.g. --set adapt_max_steps=50")
+    add_json_flag(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.adapt import compare
+    from ragloupe.adapt.run import adapt, revert
+    from ragloupe.evaluate.usersets import list_user_goldsets, resolve_goldset
+
+    settings = settings_with_overrides(args.overrides)
+    if args.revert:
+        done = revert(settings, progress=_progress_line)
+        return CommandResult(done, f"index re-embedded with {done['reverted_to']} ({done['chunks']} chunks)")
+    goldsets = [resolve_goldset(g, settings) for g in args.goldsets] or list_user_goldsets(settings)
+    outcome = adapt(settings, goldsets, progress=_progress_line, keep_untested=args.keep_untested)
+    training = outcome.training
+    lines = [f"adapted model: {outcome.model_dir}" + (" (reused: same corpus and settings)" if outcome.reused_model else ""),
+             "pairs: " + ", ".join(f"{k} {v}" for k, v in outcome.pairs.items()),
+             f"training: {training.get('steps', 0)} steps ({training.get('epochs', 0)} epochs, "
+             f"stopped by {training.get('stopped_by', '-')}) in {training.get('seconds', 0)} s"]
+    if outcome.comparison:
+        lines += ["", f"before -> after, mode {outcome.mode}, each question in its own document "
+                      "(p: paired permutation test)"]
+        lines += compare.table_lines(outcome.comparison)
+    lines += ["", ("KEPT: " if outcome.kept else "NOT KEPT: ") + outcome.reason]
+    return CommandResult(outcome.as_dict(), "\n".join(lines))
+
+
+def _progress_line(step) -> None:
+    """One line on stderr per stage, and every tenth training step."""
+    if step.stage == "train" and step.done % 10 and step.done != step.total:
+        return
+    if step.stage == "reembed" and step.done != step.total and step.done % 1024:
+        return
+    count = f" {step.done}/{step.total}" if step.total else ""
+    detail = f" {step.detail}" if step.detail else ""
+    print(f"adapt: {step.stage}{count}{detail}", file=sys.stderr, flush=True)

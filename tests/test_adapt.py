@@ -1,0 +1,93 @@
+"""`ragloupe adapt` end to end on the small corpus: the real bundled model trained for a few
+steps, real Chroma, the index re-embedded by swapping collections, and the decision kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragloupe.adapt import pairs as P
+from ragloupe.adapt.run import adapt
+from ragloupe.config import Settings, adopted_model_file
+from ragloupe.index.manifest import Manifest
+from ragloupe.index.pipeline import run_index
+from ragloupe.index.store import open_store
+from ragloupe.retrieve.search import search
+from ragloupe.workspace import Workspace
+
+NOTES_GOLD = {"_meta": {"doc_id": "notes"}, "queries": [
+    {"query_id": "q1", "question": "What keeps the cooling running when the mains power fails?",
+     "expected_records": ["n2"]},
+    {"query_id": "q2", "question": "How do pipelines survive the ground moving?", "expected_records": ["n3"]},
+    {"query_id": "q3", "question": "What protects tanks from high river water?", "expected_records": ["n1"]},
+]}
+
+
+@pytest.fixture
+def small_index(tmp_path, small_corpus) -> Settings:
+    """The small corpus indexed with torch encoding (no ONNX export of the adapted model), a
+    short training budget, and a gold set over its notes."""
+    settings = Settings.from_env(
+        index_dir=tmp_path / "index", runs_dir=tmp_path / "runs", chroma_host="",
+        embedding_backend="torch", adapt_max_steps=3, adapt_batch_size=4, adapt_learning_rate=1e-4)
+    summary = run_index([small_corpus], settings)
+    assert not summary.errors
+    (tmp_path / "notes.gold.json").write_text(json.dumps(NOTES_GOLD), encoding="utf-8")
+    return settings
+
+
+def test_pairs_are_cut_from_document_text_with_a_negative_off_the_positive_page(small_index):
+    workspace = Workspace(small_index)
+    made = P.make_pairs(list(workspace.chunks()), workspace.lexical(), P.PairRules())
+    kinds = P.count_by_kind(made)
+    assert kinds["title"] == 3 and kinds["sentence"] >= 3
+    for pair in made:
+        assert pair.query not in pair.positive  # the sentence or title is taken out of its passage
+        assert pair.negative == "" or pair.negative != pair.positive
+    gold_questions = {q["question"] for q in NOTES_GOLD["queries"]}
+    assert not gold_questions & {p.query for p in made}
+
+
+def test_a_model_that_does_not_win_is_not_kept_and_the_index_is_as_it_was(small_index, tmp_path):
+    # Zero training steps: the "adapted" model is the bundled one saved again, so MRR cannot rise.
+    settings = small_index.replace(adapt_max_steps=0)
+    store = open_store(settings)
+    fingerprint, manifest_before = store.fingerprint(), Manifest.load(settings)
+    outcome = adapt(settings, [tmp_path / "notes.gold.json"])
+    assert not outcome.kept
+    assert "MRR over all questions does not rise" in outcome.reason
+    row = outcome.comparison["all"]
+    assert row["n"] == 3 and row["before"]["rr"] == row["after"]["rr"] and row["p"]["rr"] == 1.0
+    assert outcome.training["steps"] == 0
+    assert open_store(settings).fingerprint() == fingerprint
+    assert Manifest.load(settings).settings_fingerprint == manifest_before.settings_fingerprint
+    assert not adopted_model_file(settings).exists()
+    assert Settings.from_env(index_dir=settings.index_dir).embedding_model == settings.embedding_model
+    assert [c for c in open_store(settings).collection_names()] == [settings.collection]
+
+
+def test_an_adopted_model_embeds_the_index_and_encodes_the_questions(small_index, tmp_path):
+    outcome = adapt(small_index, [], keep_untested=True)
+    assert outcome.kept and outcome.training["steps"] == 3
+    record = json.loads((tmp_path / "index/models" / outcome.model / "training.json").read_text())
+    assert record["pairs"]["title"] == 3 and len(record["loss_curve"]) == 3
+    assert "no gold question" in record["trained_on"]
+    reread = Settings.from_env(index_dir=tmp_path / "index", runs_dir=tmp_path / "runs", chroma_host="",
+                               embedding_backend="torch")
+    assert reread.embedding_model == outcome.model_dir
+    assert Manifest.load(reread).stale_reason(reread) is None
+    store = open_store(reread)
+    chunk_id = store.ids({"doc_id": "notes"})[0]
+    workspace = Workspace(reread, store=store)
+    stored = store.get_embeddings([chunk_id])[0]
+    text = store.get_chunks([chunk_id])[0].search_text
+    assert float(stored @ workspace.embedder.encode([text])[0]) == pytest.approx(1.0, abs=1e-4)
+    ranking = search("diesel generators after a power loss", mode="dense", settings=reread, workspace=workspace)
+    assert ranking.hits
+
+
+def test_the_same_corpus_and_settings_reuse_the_saved_model(small_index, tmp_path):
+    first = adapt(small_index.replace(adapt_max_steps=1), [])
+    again = adapt(small_index.replace(adapt_max_steps=1), [])
+    assert first.model == again.model and again.reused_model and not again.kept
