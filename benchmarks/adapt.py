@@ -1,0 +1,197 @@
+"""Before and after `ragloupe adapt` on the demo corpus, per gold-set family and search mode.
+
+    .venv/bin/python benchmarks/adapt.py [--variants default,no-hard-negatives,...] [--out PATH]
+                                         [--work DIR]
+
+On the index RAGLOUPE_INDEX_DIR points at, which must hold the three Grampian reports,
+data/benchmarks/natech/guidance.csv and the PDFs of data/benchmarks/manuals (built with
+`ragloupe index data/benchmarks/grampian/pdf data/benchmarks/natech/guidance.csv
+data/benchmarks/manuals/pdf`). That index is only read: each variant adapts a copy of it under
+--work (default: a temporary directory).
+
+Per variant (a set of adapt_* settings, ``VARIANTS``): the copy is adapted with every pair and
+training setting of the variant, the adapted model is adopted whatever the gold sets say, and
+every family is searched before and after in three modes (dense, bm25 and the default,
+hybrid with the learned fusion as shipped), each question in its own document: Hit@1, Hit@3,
+MRR@10 per family, the paired permutation p-value and the paired bootstrap CI of each
+difference. The product's own rule (adapt/compare.py: Hit@1 not lower on any gold set and
+MRR higher over all questions, default mode) is then applied to the TUNING families only, as
+`ragloupe adapt` would with those gold sets, and its verdict is in the JSON.
+
+Families: whole-report (grampian/whole/*.whole.json), benchmark (grampian/eval), manuals
+(manuals/eval/*.eval.json), natech (guidance.gold.json), paraphrased (*/paraphrased/*.json,
+when present); held out, reported and never used to choose: every *.holdout.json and
+guidance2.gold.json. The adaptation never reads a question: it trains on document text only.
+The confirmation set under data/benchmarks/confirm is never read.
+
+Written to benchmarks/results/adapt.json, after every variant (a long run keeps what it did).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
+
+bootstrap_environment()
+
+from ragloupe.adapt import compare  # noqa: E402
+from ragloupe.adapt.run import adapt  # noqa: E402
+from ragloupe.evaluate.runs import evaluate  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
+
+BENCH = PROJECT_ROOT / "data/benchmarks"
+RESULTS = PROJECT_ROOT / "benchmarks/results/adapt.json"
+MODES = ("dense", "bm25", "hybrid")
+DEFAULT_MODE = "hybrid"
+
+# Each variant: the adapt_* settings it changes from the defaults (config.py).
+VARIANTS = {
+    "default": {},
+    "no-hard-negatives": {"adapt_hard_negatives": False},
+    "sentences-only": {"adapt_pair_kinds": "sentence"},
+    "lr-5e-5": {"adapt_learning_rate": 5e-5},
+    "steps-400": {"adapt_max_steps": 400, "adapt_max_seconds": 1200},
+}
+
+
+def families() -> dict[str, dict]:
+    """Family -> its gold set files and whether tuning may read it (held out: never)."""
+    def files(pattern: str) -> list[Path]:
+        return sorted(p for p in BENCH.glob(pattern) if "confirm" not in p.parts)
+
+    tuning = {
+        "whole-report": files("grampian/whole/*.whole.json"),
+        "benchmark": files("grampian/eval/*.eval.json"),
+        "manuals": files("manuals/eval/*.eval.json"),
+        "natech": [BENCH / "natech/guidance.gold.json"],
+        "paraphrased": [p for p in files("*/paraphrased/*.json") if "holdout" not in p.name],
+    }
+    held_out = {
+        "whole-report-holdout": files("grampian/whole/*.holdout.json"),
+        "manuals-holdout": files("manuals/eval/*.holdout.json"),
+        "natech-holdout": [BENCH / "natech/guidance2.gold.json"],
+        "paraphrased-holdout": [p for p in files("*/paraphrased/*.json") if "holdout" in p.name],
+    }
+    out = {name: {"paths": paths, "tuning": True} for name, paths in tuning.items() if paths}
+    out.update({name: {"paths": paths, "tuning": False} for name, paths in held_out.items() if paths})
+    return out
+
+
+def measure(settings, fams: dict[str, dict]) -> dict:
+    """Family -> mode -> gold set -> each question's Hit@1, Hit@3 and reciprocal rank."""
+    workspace = Workspace(settings)
+    out: dict = {}
+    for family, spec in fams.items():
+        out[family] = {}
+        for mode in MODES:
+            report = evaluate(spec["paths"], mode=mode, scope="doc", settings=settings, write=False,
+                              workspace=workspace)
+            out[family][mode] = compare.per_set_scores(report.data)
+    workspace.clear()
+    return out
+
+
+def family_table(before: dict, after: dict, fams: dict[str, dict]) -> dict:
+    """Per family and mode: the family's questions pooled, before and after, with the paired test."""
+    table = {}
+    for family in fams:
+        table[family] = {}
+        for mode in MODES:
+            pooled_before = {"all": [q for s in before[family][mode].values() for q in s]}
+            pooled_after = {"all": [q for s in after[family][mode].values() for q in s]}
+            table[family][mode] = compare.compare(pooled_before, pooled_after)["all"]
+    return table
+
+
+def product_verdict(before: dict, after: dict, fams: dict[str, dict]) -> dict:
+    """What `ragloupe adapt` would decide given the tuning families' gold sets (default mode)."""
+    sets_before = {f"{family}/{name}": scores for family, spec in fams.items() if spec["tuning"]
+                   for name, scores in before[family][DEFAULT_MODE].items()}
+    sets_after = {f"{family}/{name}": scores for family, spec in fams.items() if spec["tuning"]
+                  for name, scores in after[family][DEFAULT_MODE].items()}
+    decision = compare.decide(compare.compare(sets_before, sets_after))
+    return {"keep_adapted": decision.keep_adapted, "reason": decision.reason}
+
+
+def run_variant(name: str, overrides: dict, base_index: Path, work: Path, before: dict,
+                fams: dict[str, dict]) -> dict:
+    target = work / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(base_index, target / "index", ignore=shutil.ignore_patterns(".lock", "models"))
+    paths = {"index_dir": target / "index", "runs_dir": target / "runs"}
+    settings = get_settings(**paths, **overrides)
+    started = time.perf_counter()
+    outcome = adapt(settings, [], progress=_progress, keep_untested=True)
+    adapt_seconds = round(time.perf_counter() - started, 1)
+    adapted = get_settings(**paths, **overrides)
+    after = measure(adapted, fams)
+    return {"settings": overrides, "model": outcome.model, "pairs": outcome.pairs,
+            "training": {k: v for k, v in outcome.training.items() if k != "trained_at"},
+            "adapt_seconds": adapt_seconds, "stage_seconds": outcome.seconds,
+            "loadavg_after": _loadavg(), "families": family_table(before, after, fams),
+            "product_verdict_on_tuning_families": product_verdict(before, after, fams)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variants", default="default", help=f"comma-separated, of {', '.join(VARIANTS)}")
+    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--work", default=None, help="where the adapted copies go (default: a temporary dir)")
+    args = parser.parse_args(argv)
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown:
+        print(f"unknown variant(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    base = get_settings()
+    fams = families()
+    out_path = Path(args.out)
+    result = json.loads(out_path.read_text()) if out_path.is_file() else {}
+    result.update({
+        "command": "benchmarks/adapt.py --variants " + ",".join(names),
+        "index": {"documents": _documents(base)},
+        "families": {name: {"tuning": spec["tuning"], "goldsets": [str(p.relative_to(PROJECT_ROOT)) for p in spec["paths"]]}
+                     for name, spec in fams.items()},
+        "trained_on": "document text only: pseudo-queries cut from the indexed chunks; no question of any gold set",
+        "learned_fusion": "the shipped model (trained on the bundled model's dense scores), unchanged",
+        "rule": compare.__doc__.strip().splitlines()[2:5],
+        "cpu": {"cores": os.cpu_count(), "loadavg_start": _loadavg()},
+    })
+    result.setdefault("variants", {})
+    started = time.perf_counter()
+    before = measure(base, fams)
+    result["before_seconds"] = round(time.perf_counter() - started, 1)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="ragloupe-adapt-"))
+    for name in names:
+        print(f"variant {name}", file=sys.stderr, flush=True)
+        result["variants"][name] = run_variant(name, VARIANTS[name], base.path("index_dir"), work, before, fams)
+        out_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(out_path)
+    return 0
+
+
+def _documents(settings) -> list[str]:
+    from ragloupe.index.manifest import Manifest
+
+    return [e.doc_id for e in Manifest.load(settings).complete()]
+
+
+def _progress(step) -> None:
+    if step.stage != "train" or step.done % 10 == 0:
+        print(f"  adapt: {step.stage} {step.done}/{step.total} {step.detail}", file=sys.stderr, flush=True)
+
+
+def _loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
