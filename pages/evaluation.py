@@ -9,7 +9,7 @@ from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_store, get_workspace
 from ragloupe.ui.charts import k_sweep_chart, survival_chart
 from ragloupe.ui.guard import page_errors
-from ragloupe.ui.tables import comparison_rows, metrics_rows, parse_ks, run_label
+from ragloupe.ui.tables import run_comparison_rows, metrics_rows, parse_ks, run_label
 from ragloupe.ui.widgets import evaluate_with_progress
 
 PAGE = "evaluation"
@@ -114,7 +114,7 @@ with page_errors():
                     st.text(line)
                 for note in comparison.notes:
                     st.caption(note)
-                st.dataframe(pd.DataFrame(comparison_rows(comparison)), hide_index=True,
+                st.dataframe(pd.DataFrame(run_comparison_rows(comparison)), hide_index=True,
                              width="stretch")
                 counts = st.columns(3)
                 counts[0].metric("Improved", len(comparison.improved))

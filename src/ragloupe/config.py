@@ -214,7 +214,7 @@ class Settings:
     llm_max_tokens: int = 512
     rewrite_timeout_s: float = 15.0
     context_budget_tokens: int = 1500
-    # Gates before generation (generate/gates.py): answer only from a context whose passages map to
+    # Gates before generation (generate/answer_gates.py): answer only from a context whose passages map to
     # indexed units and whose figures agree across passages; otherwise no LLM call, and say why.
     answer_gates: bool = False
     # --- answer checks (/check, /halloumi/generate, ragloupe check) ---

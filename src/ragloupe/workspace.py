@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ragloupe.config import Settings
-from ragloupe.retrieve.corpus import ContentCache
+from ragloupe.content_cache import ContentCache
 
 QUERY_VECTORS = 1024  # an evaluation sweep asks the same 150 questions under many settings
 

@@ -68,7 +68,7 @@ def settings_with(overrides: Sequence[str]) -> Settings:
 
 def handle_eval(args: argparse.Namespace) -> CommandResult:
     from ragloupe.cli.outside_run import gate_floors, handle_outside
-    from ragloupe.evaluate.gates import check_floors_exist, parse_floors
+    from ragloupe.evaluate.ci_gates import check_floors_exist, parse_floors
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.runs import evaluate, normalise_ks
     from ragloupe.evaluate.usersets import resolve_goldset
@@ -175,7 +175,7 @@ def handle_compare(args: argparse.Namespace) -> CommandResult:
     from ragloupe.evaluate.compare import compare
     from ragloupe.evaluate.runs import load_run
 
-    from ragloupe.evaluate.gates import worse_metrics
+    from ragloupe.evaluate.ci_gates import worse_metrics
 
     if not 0.0 < args.alpha < 1.0:
         raise BadOption(f"--alpha must lie between 0 and 1, got {args.alpha}")

@@ -81,7 +81,7 @@ def handle_outside(args: argparse.Namespace, goldsets: list, load_errors: list[s
 
 def gate_floors(result: CommandResult, report, floors: dict) -> CommandResult:
     """The --fail-under gate: exit 1 and one line naming each figure under its floor."""
-    from ragloupe.evaluate.gates import below_floors
+    from ragloupe.evaluate.ci_gates import below_floors
 
     if not floors:
         return result

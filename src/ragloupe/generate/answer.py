@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Sequence
 from ragloupe.config import Settings, get_settings
 from ragloupe.errors import LlmUnavailable
 from ragloupe.generate.citations import Citation, cited_units, parse_citations
-from ragloupe.generate.gates import GateReport, check_gates
+from ragloupe.generate.answer_gates import GateReport, check_gates
 from ragloupe.generate.llm import NO_LLM_HINT, LlmClient, get_client
 from ragloupe.generate.prompt import (NOT_IN_CONTEXT, SYSTEM, build_prompt, format_passage, passage_label,
                                       passage_options, support_prompt)
@@ -156,7 +156,7 @@ def answer(query: str, ranking: Ranking, settings: Settings | None = None,
     Raises LlmUnavailable (saying what to do) when no LLM can be reached.
     With no hits at all, the model is not asked: the answer says the
     documents do not contain it. With settings.answer_gates on, the context
-    passes the gates first (gates.py) or nothing is generated: the Answer is
+    passes the gates first (answer_gates.py) or nothing is generated: the Answer is
     ``withheld`` and its ``gates`` say why. ``indexed_units`` are the units
     the citation gate maps passages to (default: the index manifest's).
     """

@@ -52,7 +52,7 @@ KEEP_SAVED = {"chunks": 2}
 KEEP_DEFAULT = 4
 ALIGN = 64  # each array starts at a multiple of this in .buffers
 # The modules whose code decides what is saved: a change to any makes every saved copy stale.
-CODE = ("retrieve/features.py", "retrieve/term_tables.py", "retrieve/doc_periods.py", "retrieve/units.py",
+CODE = ("retrieve/features.py", "retrieve/term_arrays.py", "retrieve/doc_periods.py", "retrieve/units.py",
         "retrieve/query_analysis.py", "index/lexical.py", "textrules.py", "numbers.py", "models.py")
 # Kinds that depend on less than all of CODE: a change to the features leaves the chunks and periods valid.
 CODE_OF = {"chunks": ("index/chunk_columns.py", "models.py"),

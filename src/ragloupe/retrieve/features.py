@@ -35,8 +35,8 @@ import numpy as np
 from ragloupe.index import lexical
 from ragloupe.models import Chunk, EngineScore
 from ragloupe.retrieve import query_analysis as QA
-from ragloupe.retrieve import term_tables
-from ragloupe.retrieve.corpus import ContentCache
+from ragloupe.retrieve import term_arrays
+from ragloupe.content_cache import ContentCache
 
 # Bump when a feature's meaning or computation changes: a learned model trained
 # on another version refuses to load.
@@ -105,7 +105,7 @@ class CorpusViews:
     Built once per chunk-level BM25 index (so once per store content): every
     candidate's page- and chunk-level terms are then a look-up, not a reading
     of its text per question. ``unit_tokens``, ``unit_headings`` and ``chunk_terms``
-    are mappings over compact arrays (retrieve.term_tables) that make a page's
+    are mappings over compact arrays (retrieve.term_arrays) that make a page's
     frozenset or a chunk's ChunkTerms when a candidate asks for it; ``word_ids``,
     ``vocabulary`` and the BM25s' vocabularies are arrays over one table of
     strings; the page and section BM25s keep their models, not the merged texts
@@ -175,12 +175,12 @@ def build_views(index: lexical.LexicalIndex) -> CorpusViews:
     section_chunks = [merged(f"{d}\x1f{s}", d, by_section[(d, s)]) for d, s in sorted(by_section)]
     units = _textless(lexical.build_index(unit_chunks, k1=index.k1, b=index.b, backend=index.backend))
     sections = _textless(lexical.build_index(section_chunks, k1=index.k1, b=index.b, backend=index.backend))
-    strings = term_tables.Strings()
+    strings = term_arrays.Strings()
     unit_row = {key: i for i, key in enumerate(units.chunks.keys)}
     # unit_chunks are in unit_row's order (build_index orders by chunk_id, the unit)
-    unit_tokens = term_tables.TokenSets(unit_row, strings, *_joined(
+    unit_tokens = term_arrays.TokenSets(unit_row, strings, *_joined(
         [strings.row(lexical.tokenize(c.text)) for c in unit_chunks]))
-    headings = term_tables.TokenSets(unit_row, strings, *_joined([strings.row(lexical.tokenize(
+    headings = term_arrays.TokenSets(unit_row, strings, *_joined([strings.row(lexical.tokenize(
         " ".join(m.group() for m in _CAPS_RUN.finditer(c.text)))) for c in unit_chunks]))
     on_a_page = np.zeros(len(strings.ids), dtype=bool)
     on_a_page[unit_tokens.ids] = True
@@ -191,19 +191,19 @@ def build_views(index: lexical.LexicalIndex) -> CorpusViews:
             model.vocab_dict = strings.local(model.vocab_dict)
     return CorpusViews(units, unit_row, sections,
                        {tuple(key.split("\x1f", 1)): i for i, key in enumerate(sections.chunks.keys)},
-                       dict(doc_pages), unit_tokens, headings, term_tables.StringSet(strings, on_a_page),
+                       dict(doc_pages), unit_tokens, headings, term_arrays.StringSet(strings, on_a_page),
                        word_ids, terms)
 
 
 def _textless(index: lexical.LexicalIndex) -> lexical.LexicalIndex:
     """A whole-page or whole-section BM25 without the merged texts it was built from."""
     docs = index.doc_codes
-    index.chunks = term_tables.TextlessRows([c.chunk_id for c in index.chunks], list(docs.names), docs.codes,
+    index.chunks = term_arrays.TextlessRows([c.chunk_id for c in index.chunks], list(docs.names), docs.codes,
                                             index.pages)
     return index
 
 
-def _chunk_terms(chunks, strings: term_tables.Strings) -> tuple[Mapping[str, int], term_tables.ChunkTermTable]:
+def _chunk_terms(chunks, strings: term_arrays.Strings) -> tuple[Mapping[str, int], term_arrays.ChunkTermTable]:
     """Every chunk's terms (read_terms), as rows of arrays: token ids, heading, word ids, figures."""
     word_ids: dict[str, int] = {}
     heading_tokens: dict[str, frozenset] = {}
@@ -221,8 +221,8 @@ def _chunk_terms(chunks, strings: term_tables.Strings) -> tuple[Mapping[str, int
         heading_of.append(headings[id(found.heading)])
         words.append(found.words.astype(np.int32))
         figures.append(found.figures.astype(np.int32))
-    tokens = term_tables.TokenSets(row, strings, *_joined(token_rows))
-    return strings.local(word_ids), term_tables.ChunkTermTable(
+    tokens = term_arrays.TokenSets(row, strings, *_joined(token_rows))
+    return strings.local(word_ids), term_arrays.ChunkTermTable(
         tokens, heading_sets, np.asarray(heading_of, dtype=np.int32), _joined(words), _joined(figures), ChunkTerms)
 
 

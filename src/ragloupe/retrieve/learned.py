@@ -210,7 +210,7 @@ def read(settings: Settings) -> LearnedModel:
 
 
 def read_file(path: Path, cache=None) -> LearnedModel:
-    """The model in ``path``; with a ``cache`` (a corpus.ContentCache), read once per change of the file."""
+    """The model in ``path``; with a ``cache`` (a content_cache.ContentCache), read once per change of the file."""
     try:
         stamp = path.stat().st_mtime_ns
     except OSError:

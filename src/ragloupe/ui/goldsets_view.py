@@ -182,7 +182,7 @@ def outside_run_section(settings: Settings, goldset_paths: Mapping[str, Path], m
 def _score_upload(settings: Settings, name: str, raw: bytes, paths: list[Path], against: list[str],
                   workspace) -> None:
     from ragloupe.diagnostics.outside_view import score_and_compare
-    from ragloupe.ui.tables import comparison_rows, metrics_rows
+    from ragloupe.ui.tables import run_comparison_rows, metrics_rows
 
     try:
         text = raw.decode("utf-8-sig")
@@ -201,7 +201,7 @@ def _score_upload(settings: Settings, name: str, raw: bytes, paths: list[Path], 
         st.subheader(md_escape(f"{result.report.data['mode']} against {baseline.data['mode']}"))
         for line in comparison.verdicts:
             st.text(line)
-        st.dataframe(pd.DataFrame(comparison_rows(comparison)), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(run_comparison_rows(comparison)), hide_index=True, width="stretch")
 
 
 def _unit(item: Mapping) -> str:

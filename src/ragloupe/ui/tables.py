@@ -75,7 +75,7 @@ def retrieved_rows(query: dict, limit: int = 10) -> list[dict[str, Any]]:
     return rows
 
 
-def comparison_rows(comparison) -> list[dict[str, Any]]:
+def run_comparison_rows(comparison) -> list[dict[str, Any]]:
     return [{"metric": name, "A": f"{m['a']:.3f}", "B": f"{m['b']:.3f}", "B − A": f"{m['diff']:+.3f}",
              "95% CI": (ABSENT if m.get("ci_low") is None
                         else f"[{m['ci_low']:+.3f}, {m['ci_high']:+.3f}]"),

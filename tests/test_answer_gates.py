@@ -1,4 +1,4 @@
-"""Gates before generation (generate/gates.py): the context is checked before any LLM call."""
+"""Gates before generation (generate/answer_gates.py): the context is checked before any LLM call."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from api_server import ApiServer
 from conftest import write_records
 from llm_server import FakeLlmServer, chat_reply
 from ragloupe.generate.answer import answer
-from ragloupe.generate.gates import check_gates, figure_gate, statements
+from ragloupe.generate.answer_gates import check_gates, figure_gate, statements
 from ragloupe.models import Chunk, Hit, Ranking
 
 LIMIT_A = "The core revenue resource limit was £1,278,771 thousand for the year."

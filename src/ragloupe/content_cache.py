@@ -1,4 +1,4 @@
-"""The cache a Workspace keeps of what it builds from a store's content.
+"""ContentCache: the cache a Workspace keeps of what it builds from a store's content.
 
 The chunk BM25, the whole-unit indexes, the documents' periods and learned
 fusion's corpus views are each built in memory from every chunk of the store
