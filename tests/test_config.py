@@ -98,7 +98,7 @@ def test_each_choice_list_is_the_one_its_module_implements():
     from ragloupe.index.lexical import BACKENDS as BM25S
     from ragloupe import devices
     from ragloupe.index import embedder
-    from ragloupe.retrieve import aggregate, cut, fusion, units
+    from ragloupe.retrieve import aggregate, cut, fusion, reader, units
     from ragloupe.retrieve.search import MODES
     from ragloupe.table_chunks import STRATEGIES
 
@@ -109,7 +109,8 @@ def test_each_choice_list_is_the_one_its_module_implements():
                    "table_strategy": STRATEGIES, "unit_view": units.VIEWS, "unit_dense": units.DENSE_RULES,
                    "embedding_backend": embedder.BACKENDS, "device": devices.DEVICES,
                    "check_verifier": check.VERIFIERS, "check_evidence": check.EVIDENCE,
-                   "adapted_model": ADAPTED_MODEL_CHOICES}
+                   "adapted_model": ADAPTED_MODEL_CHOICES,
+                   "reader_signal": reader.SIGNALS}
     assert {name: set(values) for name, values in CHOICES.items()} == \
         {name: set(values) for name, values in implemented.items()}
 

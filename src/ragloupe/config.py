@@ -166,11 +166,25 @@ class Settings:
     weight_bm25: float = 1.0
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
+    # BM25 pseudo-relevance feedback (retrieve/feedback.py): the bm25_feedback_terms rarest-heavy words of
+    # the first pass's bm25_feedback_docs best chunks added to the question at bm25_feedback_weight.
+    # 0 terms = off. Measured in benchmarks/results/signals.json.
+    bm25_feedback_terms: int = 0
+    bm25_feedback_docs: int = 10
+    bm25_feedback_weight: float = 0.3
     bm25_backend: str = "bm25s"  # bm25s | rank_bm25: equal scores; bm25s ~10x faster at 10k chunks
     lexical_rerank: bool = False
     lexical_rerank_weight: float = 0.3  # share of the lexical signals in the lexical reranker's blend
     cross_encoder_model: str = ""  # a CrossEncoder name or path; empty = none
     rerank_window: int = 0  # candidates a reranker rescores, best first; 0 = the whole candidate list
+    # The +read modes (hybrid+read): the configured LLM, or the embedded Gemma when the backend is
+    # embedded or none, reads the question with each of the first reader_window candidates
+    # (retrieve/reader.py) and its score is blended with the fused one (reader_weight 1: the reader's
+    # order alone). Measured in benchmarks/results/signals.json.
+    reader_window: int = 5
+    reader_weight: float = 1.0
+    reader_passage_chars: int = 600  # each passage is cut to this many characters before it is read
+    reader_signal: str = "yesno"  # yesno | likelihood (query likelihood; the embedded model only)
     page_aggregation: str = "max"  # max | sum | rrf
     # Whole-unit signals fused with the chunk view (retrieve/units.py, aggregate.unit_view):
     # none | records (records of CSV/JSONL corpora) | all (PDF pages too).

@@ -26,7 +26,7 @@ COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,61}[A-Za-z0-9]")  # al
 # equal the constant of the module that implements it (a test checks).
 CHOICES: dict[str, tuple[str, ...]] = {
     "mode": ("dense", "bm25", "hybrid", "hybrid+rerank", "dense+rewrite", "bm25+rewrite",
-             "hybrid+rewrite", "hybrid+rerank+rewrite"),  # retrieve.search.MODES
+             "hybrid+rewrite", "hybrid+rerank+rewrite", "hybrid+read"),  # retrieve.search.MODES
     "fusion": ("rrf", "minmax", "learned"),  # retrieve.fusion.METHODS
     "learned_fallback": ("rrf", "minmax"),  # retrieve.fusion.FIXED_METHODS
     "bm25_backend": ("rank_bm25", "bm25s"),  # index.lexical.BACKENDS
@@ -42,6 +42,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "embedding_backend": ("torch", "onnx", "onnx-int8", "ollama", "openai"),  # index.embedder.BACKENDS
     "device": ("auto", "cpu", "cuda", "mps"),  # devices.DEVICES
     "adapted_model": ("auto", "off"),  # config.ADAPTED_MODEL_CHOICES
+    "reader_signal": ("yesno", "likelihood"),  # retrieve.reader.SIGNALS
 }
 
 
@@ -79,6 +80,8 @@ BOUNDS: dict[str, Bound] = {
     "weight_dense": _AT_LEAST_0, "weight_bm25": _AT_LEAST_0,
     "bm25_k1": _AT_LEAST_0, "bm25_b": _SHARE, "lexical_rerank_weight": _SHARE,
     "rerank_window": _AT_LEAST_0, "dynamic_cut_value": _AT_LEAST_0,
+    "bm25_feedback_terms": _AT_LEAST_0, "bm25_feedback_docs": _AT_LEAST_1, "bm25_feedback_weight": _AT_LEAST_0,
+    "reader_window": _AT_LEAST_1, "reader_weight": _SHARE, "reader_passage_chars": _AT_LEAST_0,
     "period_boost": _AT_LEAST_0, "fiscal_year_start_month": Bound(1, 12),
     "llm_timeout_s": _POSITIVE, "llm_max_tokens": _AT_LEAST_1, "rewrite_timeout_s": _POSITIVE,
     "context_budget_tokens": _AT_LEAST_1,

@@ -295,7 +295,11 @@ def search(index: LexicalIndex, query: str, n: int, filters: dict | None = None,
     find them, and listing them would invent ranks. ``extra_tokens`` are
     index tokens added to the query's own (query analysis's variants).
     """
-    scores = index.scores(tokenize(query) + list(extra_tokens))
+    return ranked(index, index.scores(tokenize(query) + list(extra_tokens)), n, filters)
+
+
+def ranked(index: LexicalIndex, scores: np.ndarray, n: int, filters: dict | None = None) -> list[tuple[Chunk, float]]:
+    """The n best-scoring chunks within the filters, best first; chunks scoring 0 are not listed."""
     eligible = scores > 0
     keep = index.mask(filters)
     if keep is not None:

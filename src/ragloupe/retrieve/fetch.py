@@ -18,10 +18,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from ragloupe.config import Settings, get_settings
 from ragloupe.errors import ACTION, Action
 from ragloupe.index import lexical
-from ragloupe.retrieve import engines, query_analysis, units
+from ragloupe.retrieve import engines, feedback, query_analysis, units
 from ragloupe.retrieve.expansion import bm25_expansion
 from ragloupe.retrieve.modes import InvalidSearch, check_choices, check_k, normalise_filters, parse_mode, timed
 from ragloupe.retrieve.rewrite import Rewrite, rewrite_query
@@ -67,6 +69,7 @@ class Candidates:
     assumed: Mapping[str, Any] = field(default_factory=dict)  # learned.assumed_settings of the fetch
     rewrite: Rewrite | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
+    reader: Any = None  # reader.Reader of the configured LLM, when the mode says +read
 
 
 def fetch(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None,
@@ -127,7 +130,7 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
         analysis=analysis, query_analysis=bool(settings.query_analysis), expansion=tuple(expansion),
         period_scope=tuple(period_scope), periods=periods, corpus=corpus, views=corpus_views, units=signals,
         model=model,
-        assumed=assumed, rewrite=rewrite, timings=timings)
+        assumed=assumed, rewrite=rewrite, timings=timings, reader=_reader(plan.read, settings))
 
 
 def for_this_call(settings: Settings):
@@ -177,8 +180,23 @@ def _run_engines(run: set[str], text: str, window: int, filters: dict, expansion
         with timed(timings, "bm25_index"):
             corpus = workspace.lexical(config.bm25_k1, config.bm25_b, config.bm25_backend)
         with timed(timings, "bm25"):
-            lists["bm25"] = engines.bm25_search(corpus, text, window, filters, expansion)
+            if config.feedback_terms > 0:
+                lists["bm25"] = _bm25_feedback(corpus, text, window, filters, expansion, config)
+            else:
+                lists["bm25"] = engines.bm25_search(corpus, text, window, filters, expansion)
     return lists, embedding, corpus
+
+
+def _bm25_feedback(corpus: lexical.LexicalIndex, text: str, window: int, filters: dict,
+                   expansion: Sequence[str], config: EngineConfig) -> list[engines.EngineHit]:
+    """BM25 with pseudo-relevance feedback (retrieve/feedback.py): a first pass, then the question
+    with the feedback words of its best chunks."""
+    mask = corpus.mask(filters)
+    eligible = mask if mask is not None else np.ones(len(corpus), dtype=bool)
+    scores, _ = feedback.feedback_scores(corpus, lexical.tokenize(text) + list(expansion), eligible,
+                                         feedback.FeedbackConfig(config.feedback_terms, config.feedback_docs,
+                                                                 config.feedback_weight))
+    return [engines.EngineHit(chunk, score) for chunk, score in lexical.ranked(corpus, scores, window, filters)]
 
 
 def _unit_signals(view: str, text: str, embedding, filters: dict, workspace, config: EngineConfig,
@@ -186,6 +204,13 @@ def _unit_signals(view: str, text: str, embedding, filters: dict, workspace, con
     index = workspace.unit_index(view, config.bm25_k1, config.unit_bm25_b, config.bm25_backend)
     found = units.unit_scores(index, text, embedding, filters, config.unit_dense, window)
     return UnitSignals(found, index.held, index.locate, config.unit_dense, config.unit_bm25_b)
+
+
+def _reader(wanted: bool, settings: Settings):
+    """The reader of the configured LLM for a +read mode (nothing is loaded or contacted yet)."""
+    from ragloupe.retrieve.reader import Reader
+
+    return Reader(settings) if wanted else None
 
 
 def _model(settings: Settings, learned_fusion: bool, workspace):

@@ -15,7 +15,8 @@ from ragloupe.errors import InvalidSearch
 
 BASES = {"dense": ("dense",), "bm25": ("bm25",), "hybrid": ("dense", "bm25")}
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank",
-         "dense+rewrite", "bm25+rewrite", "hybrid+rewrite", "hybrid+rerank+rewrite")
+         "dense+rewrite", "bm25+rewrite", "hybrid+rewrite", "hybrid+rerank+rewrite", "hybrid+read")
+FLAGS = ("rerank", "rewrite", "read")  # any base may take any of them, e.g. bm25+read
 FILTER_KEYS = ("doc_ids", "pages", "quality")
 
 
@@ -24,15 +25,16 @@ class ModePlan:
     engines: tuple[str, ...]
     rerank: bool
     rewrite: bool
+    read: bool = False  # the reader rescores the first candidates (retrieve/reader.py)
 
 
 def parse_mode(mode: str) -> ModePlan:
     """'hybrid+rerank+rewrite' -> engines (dense, bm25), rerank, rewrite (flags in any order)."""
     base, *flags = [part.strip().lower() for part in mode.split("+")]
-    unknown = [f for f in flags if f not in ("rerank", "rewrite")]
+    unknown = [f for f in flags if f not in FLAGS]
     if base not in BASES or unknown or len(set(flags)) != len(flags):
         raise InvalidSearch(f"unknown search mode {mode!r}; use one of: {', '.join(MODES)}")
-    return ModePlan(BASES[base], "rerank" in flags, "rewrite" in flags)
+    return ModePlan(BASES[base], "rerank" in flags, "rewrite" in flags, "read" in flags)
 
 
 def normalise_filters(filters: dict | None) -> dict:

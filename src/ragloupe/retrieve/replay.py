@@ -18,12 +18,13 @@ from typing import Mapping
 
 import numpy as np
 
+from ragloupe.errors import LlmBadOutput, LlmUnavailable
 from ragloupe.models import Chunk, EngineScore, Hit, LearnedScore, Ranking
 from ragloupe.retrieve import aggregate, cut, fusion, prefer_tables, query_analysis, rerank
 from ragloupe.retrieve.engines import EngineHit
 from ragloupe.retrieve.fetch import Candidates
 from ragloupe.retrieve.modes import InvalidSearch, ModePlan, check_k, parse_mode, timed
-from ragloupe.retrieve.stage_configs import CutConfig, FusionConfig, RerankConfig, UnitViewConfig
+from ragloupe.retrieve.stage_configs import CutConfig, FusionConfig, ReaderConfig, RerankConfig, UnitViewConfig
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class ReplayConfig:
     fiscal_year_start_month: int
     device: str  # where a cross-encoder reranker runs (auto, cpu, cuda, mps)
     prefer_tables_sections: str = ""  # a regex: only tables in the sections it finds are preferred
+    reader_window: int = 5  # +read modes: candidates the reader rescores, best first
+    reader_weight: float = 1.0  # the reader's share of the blend with the fused score
+    reader_passage_chars: int = 600
+    reader_signal: str = "yesno"  # yesno | likelihood (the embedded model)
 
     @classmethod
     def of(cls, settings, mode: str | None = None, k: int | None = None) -> "ReplayConfig":
@@ -70,6 +75,9 @@ class ReplayConfig:
 
     def for_rerank(self) -> RerankConfig:
         return RerankConfig(self.rerank_window, self.cross_encoder_model, self.lexical_rerank_weight, self.device)
+
+    def for_reader(self) -> ReaderConfig:
+        return ReaderConfig(self.reader_window, self.reader_weight, self.reader_passage_chars, self.reader_signal)
 
     def for_cut(self) -> CutConfig:
         return CutConfig(self.dynamic_cut, self.dynamic_cut_value, self.page_aggregation, self.rrf_k)
@@ -130,6 +138,9 @@ def _after_fusion(plan: ModePlan, candidates: Candidates, fused: list["_Candidat
     if plan.rerank or config.lexical_rerank:
         with timed(timings, "rerank"):
             fused, reranker = _rerank(plan, candidates.search_text, fused, config.for_rerank())
+    if plan.read:
+        with timed(timings, "read"):
+            fused, reranker = _read(candidates, fused, config.for_reader())
     if config.query_analysis:
         with timed(timings, "period"):
             fused = _prefer_period(candidates.analysis, fused, candidates.periods or {}, config.period_boost)
@@ -295,6 +306,36 @@ def _rerank(plan: ModePlan, query: str, fused: list[_Candidate],
     for candidate in tail:
         candidate.score = floor
     return reordered + tail, name
+
+
+def _read(candidates: Candidates, fused: list[_Candidate], config: ReaderConfig) -> tuple[list[_Candidate], str]:
+    """The reader's blend over the first ``config.window`` candidates (retrieve/reader.py); the rest stay below.
+
+    The blend takes the place of a reranker's score (rerank_score, rerank_change). When the
+    LLM cannot be reached the order stays fusion's and the reranker label says why."""
+    from ragloupe.retrieve.reader import blend
+
+    if candidates.reader is None:
+        raise InvalidSearch("a +read mode needs the reader: fetch with the same mode")
+    head, tail = fused[:max(int(config.window), 0)], fused[max(int(config.window), 0):]
+    if not head:
+        return fused, ""
+    try:
+        read = candidates.reader.scores(candidates.query, [c.hit.chunk for c in head], config)
+    except (LlmUnavailable, LlmBadOutput) as exc:  # the order stays fusion's, and the ranking says why
+        return fused, f"reader:{candidates.reader.label} unavailable ({exc})"
+    scores = blend([c.score for c in head], read, config.weight)
+    by_id = {c.hit.chunk.chunk_id: c for c in head}
+    reordered = []
+    for item in rerank.reorder([c.hit.chunk.chunk_id for c in head], scores):
+        candidate = by_id[item.id]
+        candidate.rerank_score, candidate.rerank_change, candidate.score = item.score, item.change, item.score
+        reordered.append(candidate)
+    # Below the head the order is fusion's, under scores that never rise above the head's last.
+    floor = reordered[-1].score
+    for candidate in tail:
+        candidate.score = min(candidate.score, floor)
+    return reordered + tail, f"reader:{candidates.reader.label}"
 
 
 def _prefer_period(analysis: query_analysis.QueryAnalysis, fused: list[_Candidate],

@@ -36,6 +36,16 @@ class RerankConfig:
 
 
 @dataclass(frozen=True)
+class ReaderConfig:
+    """How the reader (retrieve/reader.py) rescored the head of the fused order."""
+
+    window: int  # candidates read, best first
+    weight: float  # share of the reader's normalised score in the blend; 1 = the reader's order alone
+    passage_chars: int  # each passage is cut to this many characters (at a word) before it is read
+    signal: str  # yesno | likelihood (the embedded model; an HTTP server gives yesno or a listwise order)
+
+
+@dataclass(frozen=True)
 class CutConfig:
     """Where the ranking is cut and how its chunks make the page view."""
 
@@ -67,9 +77,13 @@ class EngineConfig:
     bm25_backend: str
     unit_bm25_b: float
     unit_dense: str
+    feedback_terms: int = 0  # BM25 pseudo-relevance feedback (retrieve/feedback.py); 0 = off
+    feedback_docs: int = 10
+    feedback_weight: float = 0.3
 
     @classmethod
     def of(cls, settings) -> "EngineConfig":
         """The engine part of ``settings`` (a Settings)."""
         return cls(float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend,
-                   float(settings.unit_bm25_b), settings.unit_dense)
+                   float(settings.unit_bm25_b), settings.unit_dense, int(settings.bm25_feedback_terms),
+                   int(settings.bm25_feedback_docs), float(settings.bm25_feedback_weight))
