@@ -188,12 +188,13 @@ def _build_demo_index(demo_settings: Settings) -> None:
     ones shipped in tests/data (demo_vectors.py says why); texts not there are encoded."""
     from demo_vectors import SHIPPED, ShippedVectors
     from ragloupe.index import pipeline
+    from ragloupe.workspace import save_search_copies
 
     shutil.rmtree(demo_settings.path("index_dir"), ignore_errors=True)
     embedder = ShippedVectors(pipeline.get_embedder(demo_settings))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pipeline, "get_embedder", lambda settings: embedder)
-        summary = pipeline.run_index(list(DEMO_SOURCES), demo_settings)
+        summary = pipeline.run_index(list(DEMO_SOURCES), demo_settings, save_derived=save_search_copies)
     if summary.errors:
         raise RuntimeError(f"demo corpus did not index cleanly: {summary.errors}")
     if embedder.encoded:

@@ -4,7 +4,7 @@ back by a restarted process instead of Chroma's metadata table: the same chunks,
 from __future__ import annotations
 
 from ragloupe.index import derived_saved, lexical, lexical_saved
-from ragloupe.index.chunk_columns import ChunkColumns
+from ragloupe.index.chunk_columns import FORMAT, ChunkColumns
 from ragloupe.models import Chunk
 from ragloupe.retrieve.engines import ChunkTable
 
@@ -58,19 +58,19 @@ def test_a_bm25_over_columns_has_the_filter_arrays_of_one_over_chunks(settings):
 
 
 def test_saved_columns_load_as_the_same_chunks_and_a_damaged_copy_reads_as_missing(settings):
-    path = derived_saved.save(settings, "chunks", "d" * 16, (), ChunkColumns.of(CHUNKS))
+    path = derived_saved.save(settings, "chunks", "d" * 16, (), ChunkColumns.of(CHUNKS), version=FORMAT)
 
-    loaded = derived_saved.load(settings, "chunks", "d" * 16, ())
+    loaded = derived_saved.load(settings, "chunks", "d" * 16, (), version=FORMAT)
     assert isinstance(loaded, ChunkColumns) and list(loaded.reading_order()) == CHUNKS
 
     buffers = derived_saved.buffers_path(path)
     buffers.write_bytes(buffers.read_bytes()[:-5])  # cut short
-    assert derived_saved.load(settings, "chunks", "d" * 16, ()) is None
-    derived_saved.save(settings, "chunks", "d" * 16, (), ChunkColumns.of(CHUNKS[:2]))
+    assert derived_saved.load(settings, "chunks", "d" * 16, (), version=FORMAT) is None
+    derived_saved.save(settings, "chunks", "d" * 16, (), ChunkColumns.of(CHUNKS[:2]), version=FORMAT)
     other = buffers.read_bytes()
-    derived_saved.save(settings, "chunks", "d" * 16, (), ChunkColumns.of(CHUNKS))
+    derived_saved.save(settings, "chunks", "d" * 16, (), ChunkColumns.of(CHUNKS), version=FORMAT)
     buffers.write_bytes(other)  # the arrays of another write beside this header
-    assert derived_saved.load(settings, "chunks", "d" * 16, ()) is None
+    assert derived_saved.load(settings, "chunks", "d" * 16, (), version=FORMAT) is None
 
 
 def test_an_empty_store_has_empty_columns(settings):
@@ -82,9 +82,10 @@ def test_an_empty_store_has_empty_columns(settings):
 
 def test_older_copies_of_the_chunks_go_with_their_arrays(settings):
     for fingerprint in ("a" * 16, "b" * 16, "c" * 16):
-        derived_saved.load_or_build(settings, "chunks", fingerprint, (), lambda: ChunkColumns.of(CHUNKS))
+        derived_saved.load_or_build(settings, "chunks", fingerprint, (), lambda: ChunkColumns.of(CHUNKS),
+                                    version=FORMAT)
 
     root = settings.path("index_dir") / derived_saved.SUBDIR
     kept = derived_saved.KEEP_SAVED["chunks"]
     assert len(list(root.glob("chunks-*.pickle"))) == len(list(root.glob("chunks-*.buffers"))) == kept < 3
-    assert derived_saved.load(settings, "chunks", "c" * 16, ()) is not None  # the current one stays
+    assert derived_saved.load(settings, "chunks", "c" * 16, (), version=FORMAT) is not None  # the current one stays

@@ -8,10 +8,12 @@ import shutil
 import pytest
 
 from ragloupe.index import derived_saved
+from ragloupe.index.pipeline import save_for_searches
 from ragloupe.index.store import Store, open_store
 from ragloupe.retrieve import doc_periods, features, units
 from ragloupe.retrieve.search import search
-from ragloupe.workspace import Workspace
+from ragloupe.retrieve.doc_periods import PERIODS_FORMAT
+from ragloupe.workspace import Workspace, save_search_copies
 
 QUESTIONS = ("What was the total capital expenditure in 2020/21?", "number of staff in the year",
              "How should operators prepare storage tanks for a flood?", "COVID-19 vaccination costs")
@@ -34,7 +36,7 @@ def saved_copy(demo_index, tmp_path_factory):
     shutil.copytree(demo_index.path("index_dir"), root / "index")
     settings = demo_index.replace(index_dir=root / "index", unit_view="all")
     shutil.rmtree(settings.path("index_dir") / derived_saved.SUBDIR, ignore_errors=True)
-    derived_saved.refresh(open_store(settings), settings)
+    save_for_searches(open_store(settings), settings, save_search_copies)
     return settings
 
 
@@ -68,28 +70,31 @@ def test_a_damaged_saved_file_is_rebuilt_and_saved_again(saved_copy, embedder, t
     shutil.copytree(saved_copy.path("index_dir"), settings.path("index_dir"))
     store = open_store(settings)
     path = derived_saved.saved_path(settings, "periods", store.fingerprint(),
-                                    (settings.fiscal_year_start_month,))
+                                    (settings.fiscal_year_start_month,), version=PERIODS_FORMAT)
     path.write_bytes(b"\x80\x05 not a whole pickle")
 
     periods = Workspace(settings, store=store).periods()
 
     assert periods and periods == Workspace(saved_copy, store=open_store(saved_copy)).periods()
-    assert derived_saved.load(settings, "periods", store.fingerprint(), (settings.fiscal_year_start_month,)) == periods
+    assert derived_saved.load(settings, "periods", store.fingerprint(), (settings.fiscal_year_start_month,),
+                              version=PERIODS_FORMAT) == periods
 
 
 def test_other_content_or_parameters_read_as_nothing(saved_copy):
     fingerprint = open_store(saved_copy).fingerprint()
     month = saved_copy.fiscal_year_start_month
 
-    assert derived_saved.load(saved_copy, "periods", fingerprint, (month,))
-    assert derived_saved.load(saved_copy, "periods", fingerprint + "-other", (month,)) is None
-    assert derived_saved.load(saved_copy, "periods", fingerprint, (month % 12 + 1,)) is None
+    assert derived_saved.load(saved_copy, "periods", fingerprint, (month,), version=PERIODS_FORMAT)
+    assert derived_saved.load(saved_copy, "periods", fingerprint + "-other", (month,), version=PERIODS_FORMAT) is None
+    assert derived_saved.load(saved_copy, "periods", fingerprint, (month % 12 + 1,), version=PERIODS_FORMAT) is None
+    # saved by a builder of another format: its number was bumped since, so the copy is not read
+    assert derived_saved.load(saved_copy, "periods", fingerprint, (month,), version=PERIODS_FORMAT + 1) is None
 
 
 def test_refresh_after_new_content_drops_the_old_files(saved_copy, tmp_path):
     settings = saved_copy.replace(index_dir=tmp_path / "index")
-    old = derived_saved.save(settings, "periods", "earlier-content", (4,), {})
-    kept = derived_saved.save(settings, "periods", "current-content", (4,), {})
+    old = derived_saved.save(settings, "periods", "earlier-content", (4,), {}, version=PERIODS_FORMAT)
+    kept = derived_saved.save(settings, "periods", "current-content", (4,), {}, version=PERIODS_FORMAT)
 
     derived_saved.prune(settings, "current-content")
 

@@ -35,6 +35,12 @@ import numpy as np
 
 from ragloupe.config import Settings
 from ragloupe.content_cache import ContentCache
+from ragloupe.index import chunk_columns, derived_saved, lexical_saved
+from ragloupe.index.chunk_columns import ChunkColumns, ids_of
+from ragloupe.index.embedder import get_embedder
+from ragloupe.index.store import open_store
+from ragloupe.retrieve import doc_periods, features, learned, units
+from ragloupe.retrieve.engines import ChunkTable
 
 QUERY_VECTORS = 1024  # an evaluation sweep asks the same 150 questions under many settings
 
@@ -59,6 +65,14 @@ class Workspace:
         self._learned: ContentCache = ContentCache(size=1)
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, settings: Settings, *, store: Any = None, embedder: Any = None,
+             load_embedder: Callable[[], Any] | None = None) -> "Workspace":
+        """The workspace a face holds for its lifetime: the one place the store, the model and the saved
+        copies are opened (the store and the model on first use). ``store``/``embedder``: ones the face
+        already has (a benchmark's precomputed vectors); ``load_embedder``: how to load the model."""
+        return cls(settings, store=store, embedder=embedder, load_embedder=load_embedder)
 
     # --- what it opens ---------------------------------------------------------
 
@@ -117,12 +131,11 @@ class Workspace:
         """Every chunk the store holds as index.chunk_columns.ChunkColumns (chunk id order), once per
         content: loaded from the copy the indexer saved when it matches the content, else read from
         the store and saved for the next process."""
-        from ragloupe.index import derived_saved
-        from ragloupe.index.chunk_columns import ChunkColumns
 
         key = key or self.content_key()
         return self._chunks.get(key, lambda: derived_saved.load_or_build(
-            self.settings, "chunks", key[-1], (), lambda: ChunkColumns.of(self.store.all_chunks())))
+            self.settings, "chunks", key[-1], (), lambda: ChunkColumns.of(self.store.all_chunks()),
+            version=chunk_columns.FORMAT))
 
     def chunks(self, key: tuple | None = None):
         """Every chunk the store holds, in reading order, a sequence read once per content (shared:
@@ -132,7 +145,6 @@ class Workspace:
     def chunk_table(self, key: tuple | None = None):
         """Every chunk by id and each document's chunk ids (engines.ChunkTable), once per content:
         look-ups over the chunk columns, which build no chunk until it is asked for."""
-        from ragloupe.retrieve.engines import ChunkTable
 
         key = key or self.content_key()
 
@@ -149,7 +161,6 @@ class Workspace:
         Loaded from the copy the indexer saved (index.lexical_saved) when it matches the
         content, else built from every chunk and saved for the next process.
         """
-        from ragloupe.index import lexical_saved
 
         s = self.settings
         k1, b = float(s.bm25_k1 if k1 is None else k1), float(s.bm25_b if b is None else b)
@@ -163,8 +174,6 @@ class Workspace:
 
         Loaded from the copy saved at index time or by an earlier process (index.derived_saved),
         else built from the chunks and their stored embeddings and saved."""
-        from ragloupe.index import derived_saved
-        from ragloupe.retrieve import units
 
         key = self.content_key()
         params = (view, float(k1), float(b), backend)
@@ -177,33 +186,29 @@ class Workspace:
             return units.build_unit_index(chunks, embeddings, k1=float(k1), b=float(b), backend=backend)
 
         return self._units.get(key + params, lambda: derived_saved.load_or_build(
-            self.settings, "units", key[-1], params, build))
+            self.settings, "units", key[-1], params, build, version=units.UNIT_INDEX_FORMAT))
 
     def periods(self, fy_start_month: int | None = None) -> dict:
         """doc_id -> DocumentPeriod for every document in the store, once per content and month
         (loaded from the saved copy when there is one, as unit_index)."""
-        from ragloupe.index import derived_saved
-        from ragloupe.retrieve.doc_periods import periods_of
 
         month = int(self.settings.fiscal_year_start_month if fy_start_month is None else fy_start_month)
         key = self.content_key()
         return self._periods.get(key + (month,), lambda: derived_saved.load_or_build(
-            self.settings, "periods", key[-1], (month,), lambda: periods_of(self.chunks(key), month)))
+            self.settings, "periods", key[-1], (month,), lambda: doc_periods.periods_of(self.chunks(key), month),
+            version=doc_periods.PERIODS_FORMAT))
 
     def corpus_views(self, index):
         """Learned fusion's page-, section- and chunk-level views of a chunk BM25 from lexical().
 
         Loaded from the copy saved for this content and BM25 parameters (as unit_index) when it
         was built over the same chunks as ``index``; else built and saved."""
-        from ragloupe.index import derived_saved
-        from ragloupe.index.chunk_columns import ids_of
-        from ragloupe.retrieve import features
 
         def load_or_build():
             params = (float(index.k1), float(index.b), index.backend)
             return derived_saved.load_or_build(
                 self.settings, "views", self.content_key()[-1], params, lambda: features.build_views(index),
-                fits=lambda views: views.chunk_ids() == ids_of(index.chunks))
+                version=features.VIEWS_FORMAT, fits=lambda views: views.chunk_ids() == ids_of(index.chunks))
 
         source, views = self._views.get((id(index), index.k1, index.b, index.backend, len(index)),
                                         lambda: (index, load_or_build()))
@@ -221,7 +226,6 @@ class Workspace:
 
     def learned_model(self, path: Path):
         """The learned model in ``path``, read once per change of the file (not checked against settings)."""
-        from ragloupe.retrieve import learned
 
         return learned.read_file(path, self._learned)
 
@@ -255,3 +259,24 @@ class Workspace:
         other._embedder = embedder
         return other
 
+
+def save_search_copies(store: Any, settings: Settings) -> None:
+    """After indexing, what a face hands run_index (index.pipeline.save_for_searches): build and save what
+    a search builds from the store's content beyond the chunk columns and BM25 the indexer saves itself
+    (learned fusion's corpus views, the documents' periods, the whole-unit index of settings.unit_view),
+    so the first search after a restart loads them; nothing when they are all saved already."""
+    fingerprint = store.fingerprint()
+    k1, b, backend = float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend
+    unit_params = (settings.unit_view, k1, float(settings.unit_bm25_b), backend)
+    wanted = [("views", (k1, b, backend), features.VIEWS_FORMAT),
+              ("periods", (int(settings.fiscal_year_start_month),), doc_periods.PERIODS_FORMAT)]
+    if settings.unit_view != "none":
+        wanted.append(("units", unit_params, units.UNIT_INDEX_FORMAT))
+    if all(derived_saved.saved_path(settings, kind, fingerprint, params, version=version).is_file()
+           for kind, params, version in wanted):
+        return
+    workspace = Workspace(settings, store=store)
+    workspace.corpus_views(workspace.lexical())
+    workspace.periods()
+    if settings.unit_view != "none":
+        workspace.unit_index(*unit_params)

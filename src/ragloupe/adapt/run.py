@@ -35,13 +35,14 @@ from typing import Callable, Sequence
 from ragloupe.adapt import compare, pairs as P, training
 from ragloupe.config import ADAPTED_MODELS_DIR, Settings, adopted_model_file
 from ragloupe.errors import AdaptError
-from ragloupe.index import derived_saved, lexical_saved, swap
+from ragloupe.index import swap
 from ragloupe.index.embedder import get_embedder, resolve_model_path
 from ragloupe.index.lock import index_lock
 from ragloupe.index.manifest import Manifest
+from ragloupe.index.pipeline import save_for_searches
 from ragloupe.index.remote_embedder import BACKENDS as SERVER_BACKENDS
 from ragloupe.index.store import open_store
-from ragloupe.workspace import Workspace
+from ragloupe.workspace import Workspace, save_search_copies
 
 RECORD_NAME = "training.json"
 FORMAT = 1  # bump when what a model name hashes changes meaning
@@ -256,8 +257,7 @@ def _refresh_saved(store, settings: Settings) -> None:
     """Save the BM25 and the derived views for the index as it now stands (index/pipeline.py does
     the same after a run): a failure only means the first search builds them."""
     try:
-        lexical_saved.refresh(store, settings)
-        derived_saved.refresh(store, settings)
+        save_for_searches(store, settings, save_search_copies)
     except OSError:
         pass
 

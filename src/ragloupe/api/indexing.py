@@ -96,6 +96,7 @@ class IndexJobs:
 
     def _run(self, job: Job) -> None:
         from ragloupe.index.pipeline import run_index
+        from ragloupe.workspace import save_search_copies
 
         job.state = "running"
 
@@ -103,7 +104,8 @@ class IndexJobs:
             job.progress = {"stage": step.stage, "done": step.done, "total": step.total}
 
         try:
-            job.summary = run_index(None, self.settings, progress=progress).as_dict()
+            job.summary = run_index(None, self.settings, progress=progress,
+                                    save_derived=save_search_copies).as_dict()
             job.state = "done"
         except RagloupeError as exc:
             job.state, job.error = "failed", str(exc)

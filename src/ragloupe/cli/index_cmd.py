@@ -59,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def handle_index(args: argparse.Namespace) -> CommandResult:
     from ragloupe.index.manifest import Manifest
     from ragloupe.index.pipeline import run_index
+    from ragloupe.workspace import save_search_copies
 
     settings = get_settings()
     if args.if_empty:
@@ -69,7 +70,8 @@ def handle_index(args: argparse.Namespace) -> CommandResult:
             return CommandResult({"skipped": True, "reason": "index not empty",
                                   "documents": len(held)}, text)
     with _ProgressBar() as bar:
-        summary = run_index(args.paths or None, settings, rebuild=args.rebuild, progress=bar.update)
+        summary = run_index(args.paths or None, settings, rebuild=args.rebuild, progress=bar.update,
+                            save_derived=save_search_copies)
     data = summary.as_dict()
     return CommandResult(data, format_summary(data, settings.path("index_dir")),
                          exit_code=1 if summary.errors else 0)

@@ -31,6 +31,8 @@ from ragloupe.models import Chunk
 STRINGS = ("doc_id", "quality", "section", "reason", "method", "record_id", "title", "source_sha256",
            "context", "kind")
 INTEGERS = ("page", "position", "n_tokens", "table_index", "row_start", "row_end")
+# The format of ChunkColumns as index.derived_saved keeps it: bump it by hand when the columns change.
+FORMAT = 1
 _DOC = STRINGS.index("doc_id")
 
 

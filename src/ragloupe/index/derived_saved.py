@@ -11,9 +11,12 @@ Layout, under the index dir::
 fingerprint (Store.fingerprint) shortened, so the indexer can drop what earlier
 content left; ``key`` hashes the fingerprint, the parameters the thing depends on
 (k1, b and the BM25 back end; the fiscal year's first month; the unit view) and
-the code that builds it (CODE, or CODE_OF for the kinds that depend on less),
-so nothing built by other code, from other content or with other parameters is
-used. Each file is written to a temporary name and renamed into place. A missing,
+``version``: the format number its builder declares (ChunkColumns' FORMAT; for the
+things retrieval builds, the caller's, bumped by hand when their output changes)
+and, for every kind but the chunks, the tokenizer's version (lexical_saved), so
+nothing built by other code, from other content or with other parameters is used.
+index/ knows nothing of what retrieval builds: the caller hands in the builder and
+its format number. Each file is written to a temporary name and renamed into place. A missing,
 unreadable or mismatched file reads as None, and the caller builds the thing and
 saves it for the next process: never an error.
 
@@ -42,8 +45,11 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, TypeVar
 
 from ragloupe.config import Settings
+from ragloupe.index.chunk_columns import FORMAT as CHUNKS_FORMAT
+from ragloupe.index.chunk_columns import ChunkColumns
+from ragloupe.index.lexical_saved import TOKENIZER_VERSION
 
-FORMAT = 2
+FORMAT = 3  # of the files themselves (header and buffers); each kind's builder versions its own content
 SUBDIR = "derived"
 KINDS = ("chunks", "views", "periods", "units")
 # Copies kept per kind, the current one among them: a k1/b sweep saves one view per setting; the
@@ -51,42 +57,20 @@ KINDS = ("chunks", "views", "periods", "units")
 KEEP_SAVED = {"chunks": 2}
 KEEP_DEFAULT = 4
 ALIGN = 64  # each array starts at a multiple of this in .buffers
-# The modules whose code decides what is saved: a change to any makes every saved copy stale.
-CODE = ("retrieve/features.py", "retrieve/term_arrays.py", "retrieve/doc_periods.py", "retrieve/units.py",
-        "retrieve/query_analysis.py", "index/lexical.py", "textrules.py", "numbers.py", "models.py")
-# Kinds that depend on less than all of CODE: a change to the features leaves the chunks and periods valid.
-CODE_OF = {"chunks": ("index/chunk_columns.py", "models.py"),
-           "periods": ("retrieve/doc_periods.py", "retrieve/query_analysis.py", "index/lexical.py", "textrules.py",
-                       "numbers.py", "models.py")}
-
-Built = TypeVar("Built")
 
 
-def _code_version(names: tuple[str, ...] = CODE) -> str:
-    digest = hashlib.sha256()
-    package = Path(__file__).resolve().parents[1]  # the ragloupe package, wherever it is installed
-    for name in names:
-        path = package / name
-        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
-    return digest.hexdigest()[:16]
-
-
-CODE_VERSION = _code_version()
-CODE_VERSIONS = {kind: _code_version(names) for kind, names in CODE_OF.items()}
-
-
-def code_version(kind: str) -> str:
-    """The version of the code that decides what ``kind`` holds."""
-    return CODE_VERSIONS.get(kind, CODE_VERSION)
+def _version(kind: str, version: Hashable) -> str:
+    """The builder's format number, and the tokenizer's version for what is built from tokens."""
+    return repr(version) if kind == "chunks" else f"{version!r}|{TOKENIZER_VERSION}"
 
 
 def _content(fingerprint: str) -> str:
     return hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
 
 
-def saved_path(settings: Settings, kind: str, fingerprint: str, params: tuple) -> Path:
-    """Where ``kind`` built from this content with these parameters is saved."""
-    text = f"{FORMAT}|{kind}|{fingerprint}|{params!r}|{code_version(kind)}"
+def saved_path(settings: Settings, kind: str, fingerprint: str, params: tuple, *, version: Hashable) -> Path:
+    """Where ``kind`` built from this content with these parameters, in its builder's format ``version``, is saved."""
+    text = f"{FORMAT}|{kind}|{fingerprint}|{params!r}|{_version(kind, version)}"
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     return settings.path("index_dir") / SUBDIR / f"{kind}-{_content(fingerprint)}-{key}.pickle"
 
@@ -96,11 +80,11 @@ def buffers_path(path: Path) -> Path:
     return path.with_suffix(".buffers")
 
 
-def load(settings: Settings, kind: str, fingerprint: str, params: tuple) -> Any | None:
-    """The saved ``kind`` for this content and these parameters, or None."""
-    path = saved_path(settings, kind, fingerprint, params)
+def load(settings: Settings, kind: str, fingerprint: str, params: tuple, *, version: Hashable) -> Any | None:
+    """The saved ``kind`` for this content, these parameters and this format ``version``, or None."""
+    path = saved_path(settings, kind, fingerprint, params, version=version)
     expected = {"format": FORMAT, "kind": kind, "fingerprint": fingerprint, "params": params,
-                "code": code_version(kind)}
+                "version": _version(kind, version)}
     try:
         with open(path, "rb") as handle:
             header = pickle.load(handle)
@@ -127,16 +111,16 @@ def _mapped_spans(path: Path, token: bytes, spans: list[tuple[int, int]]) -> lis
     return [whole[start:start + length] for start, length in spans]
 
 
-def save(settings: Settings, kind: str, fingerprint: str, params: tuple, value: Any) -> Path:
+def save(settings: Settings, kind: str, fingerprint: str, params: tuple, value: Any, *, version: Hashable) -> Path:
     """Write ``value`` under its key (temporary files, then renamed into place: the arrays first)."""
-    path = saved_path(settings, kind, fingerprint, params)
+    path = saved_path(settings, kind, fingerprint, params, version=version)
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays: list[pickle.PickleBuffer] = []
     body = pickle.dumps(value, protocol=5, buffer_callback=arrays.append)
     token = secrets.token_bytes(16)
     spans = _write_atomically(buffers_path(path), lambda out: _write_buffers(out, token, arrays))
     header = {"format": FORMAT, "kind": kind, "fingerprint": fingerprint, "params": params,
-              "code": code_version(kind), "token": token, "spans": spans}
+              "version": _version(kind, version), "token": token, "spans": spans}
     _write_atomically(path, lambda out: (pickle.dump(header, out, protocol=5), out.write(body)))
     return path
 
@@ -168,14 +152,17 @@ def _write_atomically(path: Path, write: Callable[[Any], Built]) -> Built:
 
 
 def load_or_build(settings: Settings, kind: str, fingerprint: str, params: tuple[Hashable, ...],
-                  build: Callable[[], Built], fits: Callable[[Built], bool] = lambda _: True) -> Built:
-    """The saved ``kind`` when there is one that ``fits``, else ``build()``, saved for the next process."""
-    found = load(settings, kind, fingerprint, params)
+                  build: Callable[[], Built], *, version: Hashable,
+                  fits: Callable[[Built], bool] = lambda _: True) -> Built:
+    """The saved ``kind`` when there is one that ``fits``, else ``build()``, saved for the next process.
+
+    ``version`` is the format number the builder declares (see the module docstring)."""
+    found = load(settings, kind, fingerprint, params, version=version)
     if found is not None and fits(found):
         return found
     built = build()
     try:
-        kept = save(settings, kind, fingerprint, params, built)
+        kept = save(settings, kind, fingerprint, params, built, version=version)
         keep_newest(settings, kind, KEEP_SAVED.get(kind, KEEP_DEFAULT), kept)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):  # this process still has it
         pass
@@ -211,27 +198,8 @@ def prune(settings: Settings, fingerprint: str) -> None:
             path.unlink(missing_ok=True)
 
 
-def refresh(store, settings: Settings) -> None:
-    """After indexing: make sure what a search builds from the store's content is saved (the chunks
-    as columns, learned fusion's corpus views, the documents' periods, the whole-unit index of settings.unit_view),
-    building what is missing through a workspace over the store; drop what earlier content left."""
-    from ragloupe.workspace import Workspace
-
-    if store.count() == 0:
-        return
-    fingerprint = store.fingerprint()
-    k1, b, backend = float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend
-    unit_params = (settings.unit_view, k1, float(settings.unit_bm25_b), backend)
-    wanted = [("chunks", ()), ("views", (k1, b, backend)), ("periods", (int(settings.fiscal_year_start_month),))]
-    if settings.unit_view != "none":
-        wanted.append(("units", unit_params))
-    if not all(saved_path(settings, kind, fingerprint, params).is_file() for kind, params in wanted):
-        workspace = Workspace(settings, store=store)
-        workspace.corpus_views(workspace.lexical())
-        workspace.periods()
-        if settings.unit_view != "none":
-            workspace.unit_index(*unit_params)
-    try:
-        prune(settings, fingerprint)
-    except OSError:
-        pass
+def save_chunks(store, settings: Settings) -> Any:
+    """The store's chunks as columns (index.chunk_columns), loaded when saved for its content, else read
+    from the store once and saved: what the indexer hands to the BM25 and to whatever else it saves."""
+    return load_or_build(settings, "chunks", store.fingerprint(), (), lambda: ChunkColumns.of(store.all_chunks()),
+                         version=CHUNKS_FORMAT)

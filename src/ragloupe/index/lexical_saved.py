@@ -16,9 +16,9 @@ of every ``ragloupe index`` run (pipeline.run_index) and by the first search
 that had to build one. A missing, partial or mismatched saved index reads as
 None and is rebuilt by the caller: never an error.
 
-The chunks themselves are not saved here: they come from the workspace's chunk
-columns (Workspace.chunk_columns: index.chunk_columns, saved beside this by
-index.derived_saved), already in chunk id order, and their ids must equal the
+The chunks themselves are not saved here: they come from the chunk columns
+(index.chunk_columns, saved beside this by index.derived_saved; a search reads
+them through Workspace.chunk_columns), already in chunk id order, and their ids must equal the
 saved ones. Over columns the index's filter arrays are taken from the columns and
 no Chunk is made until a search returns it.
 """
@@ -182,16 +182,13 @@ def prune(settings: Settings, keep: set[str]) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def refresh(store, settings: Settings) -> None:
-    """After indexing: make sure the saved index for the store's content and the settings exists,
-    and drop the ones of earlier content."""
+def refresh(store, settings: Settings, chunks: Callable[[], Sequence[Chunk]]) -> None:
+    """After indexing: make sure the saved index for the store's content and the settings exists (built
+    from ``chunks()``, the chunk columns the indexer saved, when it does not), and drop the ones of
+    earlier content."""
     fingerprint = store.fingerprint()
     k1, b, backend = float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend
     key = saved_key(fingerprint, k1, b, backend)
     if not (directory(settings, key) / "meta.json").is_file():
-        from ragloupe.workspace import Workspace
-
-        # Through a workspace: the chunks are read from the store once and saved as columns for the
-        # next process (and for derived_saved.refresh, next); the index is built and saved.
-        Workspace(settings, store=store).lexical(k1, b, backend)
+        load_or_build(settings, fingerprint, chunks, k1, b, backend)
     prune(settings, {key})

@@ -20,6 +20,7 @@ unless ``rebuild`` is asked for: old and new chunks are never mixed.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -30,7 +31,8 @@ from ragloupe.chunking import chunk_document, content_budget
 from ragloupe.config import Settings
 from ragloupe.errors import ACTION, Action, StaleIndex
 from ragloupe.index.embedder import get_embedder
-from ragloupe.index import swap
+from ragloupe.index import derived_saved, lexical_saved, swap
+from ragloupe.index.chunk_columns import FORMAT as CHUNKS_FORMAT
 from ragloupe.index.lock import index_lock, lock_holder
 from ragloupe.index.manifest import DocumentEntry, Manifest, entry_for
 from ragloupe.index.store import Store, open_store
@@ -51,6 +53,7 @@ class Progress:
 
 
 ProgressCallback = Callable[[Progress], None]
+SaveDerived = Callable[[Store, Settings], None]  # what a face hands run_index: see save_for_searches
 
 EMBED_SLICE = 256  # texts per encode() call
 
@@ -205,8 +208,12 @@ def _remember_roots(manifest: Manifest, roots: Sequence[str]) -> None:
 
 
 def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: bool = False,
-              progress: ProgressCallback | None = None) -> IndexSummary:
+              progress: ProgressCallback | None = None, save_derived: SaveDerived | None = None) -> IndexSummary:
     """Bring the index in line with the sources under ``paths`` (see module docstring).
+
+    ``save_derived(store, settings)``, when given, saves what searches build from the content
+    beyond the chunk columns and BM25 the indexer saves itself (a face passes
+    save_search_copies from the workspace module; index/ does not know retrieval's builders).
 
     Raises IndexBusy when another indexer holds the lock, StaleIndex when the
     settings changed and ``rebuild`` is false. Bad files never raise: they
@@ -257,7 +264,7 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
                             is_new, progress, (i, total))
         manifest.save()
         store.set_content_marker(manifest.content_hash())
-        _save_lexical(store, settings, timings)
+        save_for_searches(store, settings, save_derived, timings)
         _tally(manifest, summary)
         summary.chunks = store.count()
         if progress:
@@ -267,22 +274,31 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
     return summary
 
 
-def _save_lexical(store: Store, settings: Settings, timings: Counter[str]) -> None:
-    """Save every chunk the store now holds (as columns), its chunk BM25 and what searches build from
-    them, so a server starts without reading the store's chunks or building them; the chunks are read
-    from the store once, here. A failure to write only means the first search builds them
-    (lexical_saved, derived_saved, chunk_columns)."""
-    from ragloupe.index import derived_saved, lexical_saved
-
+def save_for_searches(store: Store, settings: Settings, save_derived: SaveDerived | None = None,
+                      timings: Counter[str] | None = None) -> None:
+    """Save every chunk the store now holds (as columns) and its chunk BM25, drop what earlier content
+    left, then hand the store to ``save_derived`` (what a face passes: retrieval's own derived things,
+    save_search_copies of the workspace module), so a server starts without reading the store's chunks or
+    building them; the chunks are read from the store once, here. A failure to write only means the
+    first search builds them (lexical_saved, derived_saved, chunk_columns)."""
+    timings = timings if timings is not None else Counter()
     mark = time.perf_counter()
+    fingerprint, empty = store.fingerprint(), store.count() == 0
+    columns = functools.cache(lambda: derived_saved.save_chunks(store, settings))
     try:
-        lexical_saved.refresh(store, settings)
+        if not empty and not derived_saved.saved_path(settings, "chunks", fingerprint, (),
+                                                      version=CHUNKS_FORMAT).is_file():
+            columns()
+        lexical_saved.refresh(store, settings, columns)
+        if not empty:
+            derived_saved.prune(settings, fingerprint)
     except OSError:
         pass
     timings["bm25"] += time.perf_counter() - mark
-    mark = time.perf_counter()
-    derived_saved.refresh(store, settings)
-    timings["derived"] += time.perf_counter() - mark
+    if save_derived is not None and not empty:
+        mark = time.perf_counter()
+        save_derived(store, settings)
+        timings["derived"] += time.perf_counter() - mark
 
 
 def _rebuild_paths(paths: Sequence[str | Path] | None, manifest: Manifest,

@@ -15,6 +15,11 @@ from ragloupe.models import Chunk
 from ragloupe.retrieve.query_analysis import DocumentPeriod, document_period
 
 
+# The format of what periods_of returns as index.derived_saved keeps it: bump it by hand when the periods
+# found change (here or in query_analysis), so no copy saved by older code is loaded.
+PERIODS_FORMAT = 1
+
+
 def periods_of(chunks: Iterable[Chunk], fy_start_month: int = 4) -> dict[str, DocumentPeriod]:
     """doc_id -> DocumentPeriod for every document the chunks come from."""
     by_doc: dict[str, list[Chunk]] = defaultdict(list)

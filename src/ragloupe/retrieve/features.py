@@ -85,6 +85,9 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'&-]*|\(?-?£?\d[\d,]*(?:\.\d+)?\)?%?")
 # An upper-case heading of a flattened accounts page: "7a. PROPERTY, PLANT AND EQUIPMENT".
 _CAPS_RUN = re.compile(r"(?:\b[A-Z][A-Z&'-]{2,}\b[ ,/-]*){2,}")
 LABEL_WINDOW = 8
+# The format of what build_views returns as index.derived_saved keeps it: bump it by hand when the views
+# (or term_arrays, or the tokenizer they are built with) change, so no copy saved by older code is loaded.
+VIEWS_FORMAT = 1
 ROWS_KEPT = 4096  # feature rows of (question, candidate list) kept per corpus views
 
 

@@ -37,6 +37,9 @@ DENSE_RULES = ("centroid", "max", "mean", "top2")
 # Settings.unit_view: which units get whole-unit signals. "records": only the
 # records of CSV/JSONL corpora (PDF pages keep the chunk view); "all": pages too.
 VIEWS = ("none", "records", "all")
+# The format of what build_unit_index returns as index.derived_saved keeps it: bump it by hand when the
+# unit index changes, so no copy saved by older code is loaded.
+UNIT_INDEX_FORMAT = 1
 
 
 @dataclass

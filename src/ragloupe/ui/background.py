@@ -98,6 +98,7 @@ def running_job(settings: Settings | None = None) -> IndexJob | None:
 def start_job(settings: Settings, paths: list[str] | None, rebuild: bool = False) -> IndexJob:
     """Start indexing ``paths`` in a thread, or return the job already running on this index."""
     from ragloupe.index.pipeline import run_index
+    from ragloupe.workspace import save_search_copies
 
     jobs, lock = _registry()
     key = store_key(settings)
@@ -110,7 +111,8 @@ def start_job(settings: Settings, paths: list[str] | None, rebuild: bool = False
 
     def work() -> None:
         try:
-            job.summary = run_index(paths, settings, rebuild=rebuild, progress=job.update)
+            job.summary = run_index(paths, settings, rebuild=rebuild, progress=job.update,
+                                    save_derived=save_search_copies)
         except RagloupeError as exc:
             job.error = app_message(exc)
         except Exception as exc:  # a bug: the traceback goes to the log, the page says where
