@@ -42,6 +42,7 @@ from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
 bootstrap_environment()
 
 from ragloupe.evaluate import tuning as T  # noqa: E402
+from ragloupe.cli.tune_cmd import confirmation_paths  # noqa: E402
 from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 
 BENCH = PROJECT_ROOT / "data/benchmarks"
@@ -51,14 +52,18 @@ PARTS = ("families", "all")
 
 def tuning_goldsets(grampian_only: bool = False) -> list[Path]:
     """The shipped gold sets tuning may read: never a *.holdout.json, never guidance2 (held out)."""
-    paths = sorted(BENCH.glob("grampian/eval/*.eval.json")) + sorted(BENCH.glob("grampian/whole/*.whole.json"))
+    paths = (sorted(BENCH.glob("grampian/eval/*.eval.json")) + sorted(BENCH.glob("grampian/whole/*.whole.json"))
+             + sorted(BENCH.glob("grampian/paraphrased/*.json")))
     if not grampian_only:
-        paths += [BENCH / "natech/guidance.gold.json"] + sorted(BENCH.glob("manuals/eval/*.eval.json"))
+        paths += ([BENCH / "natech/guidance.gold.json"] + sorted(BENCH.glob("manuals/eval/*.eval.json"))
+                  + sorted(BENCH.glob("manuals/paraphrased/*.json")) + [BENCH / "natech/paraphrased.gold.json"])
     return [p for p in paths if p.is_file() and not T.is_held_out(p)]
 
 
 def held_out_goldsets() -> list[Path]:
-    return sorted(BENCH.glob("*/*/*.holdout.json")) + [BENCH / "natech/guidance2.gold.json"]
+    # never the confirmation family's folder: it is the lead's gate, run only with --confirm
+    return ([p for p in sorted(BENCH.glob("*/*/*.holdout.json")) if p.relative_to(BENCH).parts[0] != "confirm"]
+            + [BENCH / "natech/guidance2.gold.json"])
 
 
 def headline(report: T.TuneReport) -> dict:
@@ -68,7 +73,8 @@ def headline(report: T.TuneReport) -> dict:
             "out_of_fold": d["out_of_fold"], "in_sample_best": d["in_sample_best"],
             "optimism_gap": d["optimism_gap"], "current": d["current"], "bm25_alone": d["bm25_alone"],
             "versus": d["versus"], "decision": d["decision"], "replay_check": d["replay_check"],
-            "chunking": d.get("chunking"), "indexes": report.timings.get("indexes"),
+            "chunking": d.get("chunking"), "default_rule": d.get("default_rule"),
+            "confirmation": d.get("confirmation"), "indexes": report.timings.get("indexes"),
             "seconds": report.timings.get("total_s")}
 
 
@@ -93,12 +99,12 @@ def held_out_check(report: T.TuneReport, settings) -> dict:
     """The configuration tuning chose, scored by `ragloupe eval`'s evaluate() on sets it never saw."""
     from ragloupe.evaluate.runs import evaluate
 
-    chosen = report.data["in_sample_best"]["config"]
+    chosen = T.chosen_config(report.data)
     if any(chosen.get(name, getattr(settings, name)) != getattr(settings, name) for name in T.CHUNKING_KNOBS):
         return {"note": f"the chosen chunking {chosen['chunk_tokens']}/{chosen['chunk_overlap']} is not the "
                         "index's: the held-out sets can be scored on it only after `ragloupe index --rebuild`"}
     configured = settings.replace(**{k: v for k, v in chosen.items() if k != "mode"})
-    out = {"chosen": report.data["in_sample_best"]["label"]}
+    out = {"chosen": T.Config(chosen["mode"], tuple((k, chosen[k]) for k in T.KNOBS)).label()}
     for path in held_out_goldsets():
         if not path.is_file():
             continue
@@ -118,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--space", default="full", choices=T.SPACES)
     parser.add_argument("--parts", default=",".join(PARTS))
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--confirm", nargs="+", default=[], metavar="PATH",
+                        help="confirmation gold sets (files or folders): they gate the default rule, "
+                             "nothing is chosen on them (ragloupe tune --confirm)")
     parser.add_argument("--chunking", default=None, metavar="TOKENS/OVERLAP,...",
                         help="chunking variants scored besides the one in force (ragloupe tune --chunking)")
     args = parser.parse_args(argv)
@@ -134,9 +143,11 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"unknown part {part!r}; use {', '.join(PARTS)}")
         started, load_before = time.perf_counter(), os.getloadavg()[0]
         paths = tuning_goldsets(grampian_only=part == "all")
+        confirm = confirmation_paths(args.confirm) if part == "families" else []
         report = T.tune(paths, scope="doc" if part == "families" else "all", space=args.space,
-                        settings=settings, chunking=args.chunking)
+                        settings=settings, chunking=args.chunking, confirm=confirm)
         entry = {**headline(report), "goldsets": [p.name for p in paths],
+                 "confirmation_goldsets": [p.name for p in confirm],
                  "hit@1_by_quarter": quarters_oof(report, paths)}
         if part == "families":
             entry["held_out_sets"] = held_out_check(report, settings)
@@ -146,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             oof = row["out_of_fold"]
             print(f"{part} {family}: out-of-fold Hit@1 {oof['hit@1']['mean']:.3f} Hit@3 {oof['hit@3']['mean']:.3f} "
                   f"MRR {oof['mrr']['mean']:.3f}", flush=True)
+        print(f"{part}: default rule: {entry['default_rule']['verdict']}", flush=True)
         print(f"{part}: {time.perf_counter() - started:.0f} s", flush=True)
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -2,6 +2,7 @@
 
     ragloupe tune [GOLDSET ...] [--scope doc|all] [--space small|full] [--set NAME=VALUE]
                   [--chunking TOKENS/OVERLAP,...] [--apply [--env-file PATH]] [--json]
+    ragloupe tune [GOLDSET ...] [--confirm PATH ...] ...
     ragloupe tune [GOLDSET ...] --train-learned [--out PATH]
 
 With no GOLDSET, every shipped tuning gold set (the Grampian benchmark and
@@ -12,8 +13,16 @@ turn: the configuration whose worst gold-set family does best on the others
 is scored on it, and every family's out-of-fold figure is reported. The report gives the in-sample best, the out-of-fold
 figure of the whole procedure with 95% bootstrap CIs, the gap between them,
 and a paired test against the settings in force; it is written under
-RAGLOUPE_RUNS_DIR. --apply writes the chosen settings to .env only when the
-out-of-fold figure beats the settings in force with that test.
+RAGLOUPE_RUNS_DIR.
+
+The default rule (evaluate/tune_rule.py): the configuration chosen is the
+default only when its Hit@1 is at least BM25 alone's on every family
+out-of-fold and on every confirmation family (--confirm: gold sets written
+after the features were frozen, scored but never chosen on); otherwise the
+best configuration of a simpler kind is judged the same way, down to BM25
+alone. --apply writes the rule's default to .env only when a confirmation
+family gated it, and then only when it beats the settings in force with the
+paired test or the settings in force fail the rule.
 
 --chunking 128/32,384/96 also scores every configuration on those chunkings,
 each on a scratch index of the gold sets' documents under
@@ -30,6 +39,7 @@ from pathlib import Path
 from ragloupe.cli import CommandResult, add_json_flag
 from ragloupe.config import PROJECT_ROOT
 from ragloupe.evaluate.coverage_text import render_lines
+from ragloupe.evaluate.tune_rule import family_verdict_lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--chunking", default=None, metavar="TOKENS/OVERLAP,...",
                         help="chunking variants to score besides the one in force, e.g. 128/32,384/96; "
                              "each is indexed once into a scratch index of the gold sets' documents")
+    parser.add_argument("--confirm", nargs="+", default=[], metavar="PATH",
+                        help="confirmation gold sets (files, or folders of *.json): they gate the default, "
+                             "nothing is chosen on them")
     parser.add_argument("--apply", action="store_true",
                         help="write the chosen settings to .env if they beat the current ones out-of-fold")
     parser.add_argument("--env-file", default=None, metavar="PATH",
@@ -64,8 +77,18 @@ def default_goldsets() -> list[Path]:
 
     bench = PROJECT_ROOT / "data/benchmarks"
     paths = (sorted(bench.glob("grampian/eval/*.eval.json")) + sorted(bench.glob("grampian/whole/*.whole.json"))
-             + [bench / "natech/guidance.gold.json"] + sorted(bench.glob("manuals/eval/*.eval.json")))
+             + [bench / "natech/guidance.gold.json"] + sorted(bench.glob("manuals/eval/*.eval.json"))
+             + sorted(bench.glob("grampian/paraphrased/*.json")) + sorted(bench.glob("manuals/paraphrased/*.json"))
+             + [bench / "natech/paraphrased.gold.json"])
     return [p for p in paths if p.is_file() and not is_held_out(p)]
+
+
+def confirmation_paths(given: list[str]) -> list[Path]:
+    """The --confirm arguments as gold-set files: a folder stands for the *.json files in it."""
+    paths: list[Path] = []
+    for item in map(Path, given):
+        paths += sorted(p for p in item.glob("*.json") if p.is_file()) if item.is_dir() else [item]
+    return paths
 
 
 def handle(args: argparse.Namespace) -> CommandResult:
@@ -94,8 +117,11 @@ def handle(args: argparse.Namespace) -> CommandResult:
         text.append(f"use it with RAGLOUPE_FUSION=learned RAGLOUPE_LEARNED_MODEL={trained['path']}")
         trained["coverage"] = _trained_coverage(goldsets, Path(trained["path"]), settings, workspace.store)
         return CommandResult(trained, "\n".join(text + ["", *render_lines(trained["coverage"])]))
+    confirm = [load_goldset(path) for path in confirmation_paths(args.confirm)]
+    if args.confirm and not confirm:
+        raise BadOption(f"--confirm {' '.join(args.confirm)}: no gold-set file there")
     report = tune(goldsets, scope=args.scope, space=args.space, settings=settings, workspace=workspace,
-                  chunking=chunking)
+                  chunking=chunking, confirm=confirm)
     applied, apply_note = False, ""
     if args.apply:
         applied, apply_note = apply_to_env(report, Path(args.env_file) if args.env_file else None)
@@ -118,7 +144,7 @@ def summary(report) -> dict:
     d = report.data
     keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
             "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
-            "families", "selection", "not_indexed", "decision", "replay_check", "chunking", "coverage")
+            "families", "selection", "default_rule", "confirmation", "not_indexed", "decision", "replay_check", "chunking", "coverage")
     return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys if k in d},
             "timings": report.timings}
 
@@ -163,6 +189,8 @@ def render(report, apply_note: str = "") -> str:
     if check["mismatches"]:
         lines.append(f"warning: the replay differed from search() on {len(check['mismatches'])} of "
                      f"{check['checked']} checks: {', '.join(check['mismatches'])}")
+    if d.get("default_rule"):
+        lines += ["", *family_verdict_lines(d["default_rule"])]
     lines.append(f"would apply: {'yes' if d['decision']['apply'] else 'no'} ({d['decision']['reason']})")
     if not apply_note:
         from ragloupe.evaluate.tune_report import rebuild_note
@@ -236,14 +264,14 @@ def env_values(config: dict) -> dict[str, str]:
 
 
 def apply_to_env(report, env_file: Path | None = None) -> tuple[bool, str]:
-    """Write the chosen settings to .env when the decision allows it; say what happened either way."""
-    from ragloupe.evaluate.tune_report import rebuild_note
+    """Write the default rule's settings to .env when the decision allows it; say what happened either way."""
+    from ragloupe.evaluate.tune_report import chosen_config, rebuild_note
 
     decision = report.data["decision"]
     env_file = Path(env_file) if env_file else PROJECT_ROOT / ".env"
     if not decision["apply"]:
         return False, f"not applied: {decision['reason']}"
-    values = env_values(report.data["in_sample_best"]["config"])
+    values = env_values(chosen_config(report.data))
     lines = env_file.read_text(encoding="utf-8").splitlines() if env_file.is_file() else []
     written = set()
     for i, line in enumerate(lines):

@@ -21,6 +21,8 @@ from typing import Sequence
 import numpy as np
 
 from ragloupe.evaluate import metrics as M
+from ragloupe.evaluate.runs import BOOTSTRAP_SEED
+from ragloupe.evaluate.stats import paired_bootstrap_ci, paired_permutation_p
 from ragloupe.evaluate.goldset import GoldQuery, GoldSet
 from ragloupe.evaluate.tune_space import TuningError
 
@@ -196,3 +198,23 @@ def out_of_fold(scores: np.ndarray, folds: Sequence[Fold], picks: Sequence[FoldR
 def in_sample_best(objective: np.ndarray, families: Sequence[str]) -> int:
     """The configuration best on every question's worst family (the first on ties)."""
     return int(np.argmax(worst_family(objective, families, np.arange(objective.shape[1]))))
+
+
+def paired(candidate: np.ndarray, baseline: np.ndarray) -> dict:
+    """Paired randomisation tests of the candidate's per-question scores against a baseline's.
+
+    The same test and seed as `ragloupe compare` (evaluate/compare.py), on
+    the objective, Hit@1 and MRR.
+    """
+    from ragloupe.evaluate.compare import ALPHA
+
+    out = {}
+    for name, a, b in (("objective", objective_per_query(candidate), objective_per_query(baseline)),
+                       ("hit@1", candidate[:, HIT1], baseline[:, HIT1]),
+                       ("mrr", candidate[:, RR], baseline[:, RR])):
+        p = paired_permutation_p(a, b, seed=BOOTSTRAP_SEED)
+        low, high = paired_bootstrap_ci(a, b, seed=BOOTSTRAP_SEED)
+        out[name] = {"candidate": float(np.mean(a)), "baseline": float(np.mean(b)),
+                     "diff": float(np.mean(a) - np.mean(b)), "p_value": p, "ci_low": low, "ci_high": high,
+                     "significant_win": bool(p < ALPHA and np.mean(a) > np.mean(b))}
+    return out

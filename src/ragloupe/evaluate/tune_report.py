@@ -18,9 +18,9 @@ from ragloupe.errors import RunNotFound
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.goldset import GoldSet
 from ragloupe.evaluate.runs import BOOTSTRAP_SEED, FLOAT_DIGITS, Report, read_report
-from ragloupe.evaluate.stats import paired_bootstrap_ci, paired_permutation_p
 from ragloupe.evaluate.tune_folds import (HIT1, KS, METRICS, RR, Fold, FoldResult, TuneQuestion,
-                                          in_sample_best, objective_per_query, out_of_fold)
+                                          in_sample_best, objective_per_query, out_of_fold, paired)
+from ragloupe.evaluate.tune_rule import judge, select_default
 from ragloupe.evaluate.tune_space import CHUNKING_KNOBS, Config
 
 SCHEMA = "ragloupe.tune/1"
@@ -53,6 +53,9 @@ class Scored:
     replay_check: dict
     variants: Sequence[dict] | None = None
     in_force: Any = None  # tune_trainer.InForce when the settings in force use a learned model
+    # The confirmation family (--confirm): every configuration's metrics on its questions, never chosen on.
+    confirm_scores: np.ndarray | None = None  # [config, question, metric]
+    confirm_families: Sequence[str] = ()
 
     @property
     def families(self) -> list[str]:
@@ -92,6 +95,13 @@ def build_report(run: Scored) -> dict:
            for name in ("hit@1", "hit@3", "mrr")}
     gap["objective"] = round(in_sample["objective"] - oof_figures["objective"], FLOAT_DIGITS)
     versus = {"current": paired(oof, current_scores), "bm25": paired(oof, scores[bm25])}
+    rule = select_default(configs, scores, run.families, best, bm25, run.confirm_scores, run.confirm_families)
+    chosen = rule["chosen"]["index"]
+    confirm = run.confirm_scores
+    in_force_rung = judge(0, configs[0], current_scores, scores[bm25], run.families,
+                          None if confirm is None else confirm[0], None if confirm is None else confirm[bm25],
+                          run.confirm_families)
+    versus_chosen = versus["current"] if chosen == best else paired(scores[chosen], current_scores)
     return _rounded({
         **_header(run), "selection": SELECTION,
         "in_sample_best": {"index": best, "label": configs[best].label(), "config": configs[best].as_dict(),
@@ -103,8 +113,10 @@ def build_report(run: Scored) -> dict:
                     **({"note": run.in_force.note} if run.in_force is not None else {})},
         "bm25_alone": {"label": configs[bm25].label(), "figures": figures(scores[bm25])},
         "versus": versus,
-        "families": family_rows(run, oof, current_scores, scores[bm25]),
-        "decision": apply_decision(configs[best], configs[0], versus["current"]),
+        "families": family_rows(run, oof, current_scores, scores[bm25], rule),
+        "default_rule": rule,
+        "confirmation": confirmation_rows(run, chosen, bm25),
+        "decision": apply_decision(configs[chosen], configs[0], versus_chosen, rule=rule, in_force=in_force_rung),
         "replay_check": run.replay_check,
         "chunking": _chunking(run),
         "configs": _config_rows(run),
@@ -131,8 +143,10 @@ def _header(run: Scored) -> dict:
                                     "bm25_backend", "embedding_model")}}
 
 
-def family_rows(run: Scored, oof: np.ndarray, current: np.ndarray, bm25: np.ndarray) -> dict:
-    """Per family: its questions' out-of-fold figures, the settings in force and BM25 alone, and the paired test."""
+def family_rows(run: Scored, oof: np.ndarray, current: np.ndarray, bm25: np.ndarray, rule: dict | None = None
+                ) -> dict:
+    """Per family: its questions' out-of-fold figures, the settings in force and BM25 alone, the paired
+    test, and the default rule's verdict on it (the default it lands on against BM25 alone)."""
     labels = np.asarray(run.families)
     out = {}
     for name in sorted(set(run.families)):
@@ -141,6 +155,24 @@ def family_rows(run: Scored, oof: np.ndarray, current: np.ndarray, bm25: np.ndar
                      "groups": sorted({run.questions[i].group for i in rows}),
                      "out_of_fold": figures(oof[rows]), "current": figures(current[rows]),
                      "bm25_alone": figures(bm25[rows]), "versus_bm25": paired(oof[rows], bm25[rows])}
+        if rule is not None:
+            out[name]["default_rule"] = {"default": rule["chosen"]["label"],
+                                         **rule["chosen"]["families"][name]}
+    return out
+
+
+def confirmation_rows(run: Scored, chosen: int, bm25: int) -> dict:
+    """Per confirmation family: the default the rule lands on and BM25 alone, with the paired test
+    ({} without a confirmation family). These questions gate; nothing is chosen on them."""
+    if run.confirm_scores is None:
+        return {}
+    labels = np.asarray(run.confirm_families)
+    out = {}
+    for name in sorted(set(run.confirm_families)):
+        rows = np.flatnonzero(labels == name)
+        default, base = run.confirm_scores[chosen][rows], run.confirm_scores[bm25][rows]
+        out[name] = {"n_questions": int(len(rows)), "default": figures(default), "bm25_alone": figures(base),
+                     "versus_bm25": paired(default, base)}
     return out
 
 
@@ -221,32 +253,29 @@ def _index_of(configs: Sequence[Config], wanted: Config) -> int:
     return 0
 
 
-def paired(candidate: np.ndarray, baseline: np.ndarray) -> dict:
-    """Paired randomisation tests of the candidate's per-question scores against a baseline's.
+def apply_decision(chosen: Config, current: Config, versus_current: dict, rule: dict | None = None,
+                   in_force: dict | None = None) -> dict:
+    """Whether --apply may write the chosen settings, and why, in a sentence.
 
-    The same test and seed as `ragloupe compare` (evaluate/compare.py), on
-    the objective, Hit@1 and MRR.
+    With the default rule (tune_rule.py): nothing is applied unless a confirmation family
+    gated the choice; settings in force that fail the rule give way to the rule's default
+    without a paired win (the rule already says they lose to BM25 somewhere); otherwise the
+    default must beat the settings in force with the paired test.
     """
-    from ragloupe.evaluate.compare import ALPHA
-
-    out = {}
-    for name, a, b in (("objective", objective_per_query(candidate), objective_per_query(baseline)),
-                       ("hit@1", candidate[:, HIT1], baseline[:, HIT1]),
-                       ("mrr", candidate[:, RR], baseline[:, RR])):
-        p = paired_permutation_p(a, b, seed=BOOTSTRAP_SEED)
-        low, high = paired_bootstrap_ci(a, b, seed=BOOTSTRAP_SEED)
-        out[name] = {"candidate": float(np.mean(a)), "baseline": float(np.mean(b)),
-                     "diff": float(np.mean(a) - np.mean(b)), "p_value": p, "ci_low": low, "ci_high": high,
-                     "significant_win": bool(p < ALPHA and np.mean(a) > np.mean(b))}
-    return out
-
-
-def apply_decision(chosen: Config, current: Config, versus_current: dict) -> dict:
-    """Whether --apply may write the chosen settings, and why, in a sentence."""
     test = versus_current["objective"]
     if chosen == current:
         return {"apply": False, "reason": "the procedure chooses the settings in force: nothing to change"}
     rebuild = chosen.chunking != current.chunking
+    if rule is not None and not rule["confirmed"]:
+        return {"apply": False, "rebuild": rebuild,
+                "reason": (f"the default rule lands on {chosen.label()}, provisionally: no confirmation family "
+                           "was named (--confirm), so nothing is applied")}
+    if in_force is not None and not in_force["passes"]:
+        return {"apply": True, "rebuild": rebuild,
+                "reason": (f"the settings in force fail the default rule ({'; '.join(in_force['failed'])}): "
+                           f"{chosen.label()} passes it"
+                           + (f"; chunking {current.chunking} -> {chosen.chunking} needs `ragloupe index --rebuild`"
+                              if rebuild else ""))}
     if test["significant_win"]:
         return {"apply": True, "rebuild": rebuild,
                 "reason": (f"out-of-fold objective {test['candidate']:.3f} beats the settings in force "
@@ -259,9 +288,15 @@ def apply_decision(chosen: Config, current: Config, versus_current: dict) -> dic
                        "not a significant win, the settings stay as they are")}
 
 
+def chosen_config(data: dict) -> dict:
+    """The configuration --apply would write: the default rule's, or (older reports) the in-sample best."""
+    rule = data.get("default_rule")
+    return rule["chosen"]["config"] if rule else data["in_sample_best"]["config"]
+
+
 def rebuild_note(data: dict) -> str:
     """What the user must do after applying a chunking the index was not cut with; "" when nothing."""
-    chosen, current = data["in_sample_best"]["config"], data.get("current", {}).get("config", {})
+    chosen, current = chosen_config(data), data.get("current", {}).get("config", {})
     if not all(name in chosen and name in current for name in CHUNKING_KNOBS):
         return ""
     if all(chosen[name] == current[name] for name in CHUNKING_KNOBS):

@@ -48,11 +48,13 @@ from ragloupe.evaluate.goldset import GoldSet, load_goldsets
 from ragloupe.evaluate.runs import content_hash, save_report
 from ragloupe.evaluate.tune_folds import (HIT1, KS, METRICS, RR, Fold, FoldResult,  # noqa: F401
                                           TuneQuestion, family_of, group_of, grouped_folds, is_held_out,
-                                          nested_select, objective_per_query, out_of_fold, select,
+                                          nested_select, objective_per_query, out_of_fold, paired, select,
                                           tune_questions)
-from ragloupe.evaluate.tune_replay import Fetched, check_replay, fetch_all, indexed_only, score_configs
+from ragloupe.evaluate.tune_replay import (Fetched, check_replay, fetch_all, indexed_only, metric_row, ranked_units,
+                                           score_configs)
 from ragloupe.evaluate.tune_report import (SCHEMA, Scored, TuneReport, apply_decision, build_report,  # noqa: F401
-                                           latest_tune, load_tune, paired, rebuild_note)
+                                           chosen_config, latest_tune, load_tune, rebuild_note)
+from ragloupe.evaluate.tune_rule import RULE, judge, select_default, simplicity  # noqa: F401
 from ragloupe.evaluate.tune_space import (CHUNKING_KNOBS, ENGINE_KNOBS, KNOBS, SCOPES, SPACES,  # noqa: F401
                                           Config, TuningError, search_space)
 from ragloupe.evaluate.tune_trainer import LearnedTrainer, in_force_scores, train_learned, unit_kind  # noqa: F401
@@ -63,8 +65,13 @@ Progress = Callable[[float, str], None]
 def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full",
          settings: Settings | None = None, workspace=None, write: bool = True,
          progress: Progress | None = None, configs: Sequence[Config] | None = None,
-         chunking: str | Sequence[str] | None = None) -> TuneReport:
+         chunking: str | Sequence[str] | None = None,
+         confirm: Sequence[GoldSet | str | Path] | None = None) -> TuneReport:
     """Search the space with nested leave-one-group-out selection; see the module docstring.
+
+    ``confirm``: the confirmation family, gold sets written after the features were frozen.
+    Every configuration is scored on them, none is chosen on them: they only gate the default
+    (tune_rule.py), and the report's ``default_rule`` and ``confirmation`` say how.
 
     ``chunking`` ("128/32,384/96"): chunking variants scored besides the one in
     force, each on a scratch index of the gold sets' documents (tune_indexes.py).
@@ -83,6 +90,8 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     started_at, started = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     questions = tune_questions(sets)
     grouped_folds([q.group for q in questions])  # refuse one group before opening anything
+    confirm_sets = load_goldsets(confirm or [])
+    confirming = confirmation_questions(confirm_sets, sets)
     base_configs = list(configs) if configs is not None else search_space(settings, space, scope)
     workspace = workspace if workspace is not None else Workspace(settings)
     if workspace.store.count() == 0:
@@ -90,12 +99,16 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     cuts = TI.check_variants(variants, settings, workspace.embedder)  # refuse a bad variant before any build
     asked = questions
     questions = indexed_only(questions, workspace.store)
-    sweep = _Sweep(questions, scope, settings, workspace, progress)
+    confirming = indexed_only(confirming, workspace.store) if confirming else []
+    sweep = _Sweep(questions, scope, settings, workspace, progress, confirming)
     for v, variant in enumerate(variants):
         sweep.score_variant(v, variant, len(variants), base_configs)
     run, learned_s = sweep.select(sets, space, variants, cuts)
     data = build_report(run)
     data["not_indexed"] = _left_out(asked, questions)
+    if confirm_sets:
+        data["confirmation_goldsets"] = [{"name": g.name, "sha256": g.sha256, "queries": len(g.queries)}
+                                         for g in confirm_sets]
     best = data["in_sample_best"]["index"]  # the coverage audit, with the model tune would ship if learned
     tuned = [CS.fitted_model(sweep.trainers[best], len(questions), sets)] if best in sweep.trainers else []
     data["coverage"] = CS.coverage_report(sets, settings, workspace.store, sweep.configs[0].mode, tuned)
@@ -114,8 +127,11 @@ class _Sweep:
     """The state of one tune run across its chunking variants: configurations, scores, trainers."""
 
     def __init__(self, questions: list[TuneQuestion], scope: str, settings: Settings, workspace,
-                 progress: Progress | None):
+                 progress: Progress | None, confirming: Sequence[TuneQuestion] = ()):
         self.questions, self.scope, self.settings = questions, scope, settings
+        self.confirming = list(confirming)  # the confirmation family's questions: scored, never chosen on
+        self.confirm_fetched: list[Fetched] = []
+        self.confirm_scores: list[np.ndarray] = []
         self.workspace, self.progress = workspace, progress
         self.configs: list[Config] = []
         self.scores: list[np.ndarray] = []
@@ -131,7 +147,8 @@ class _Sweep:
         from ragloupe.workspace import Workspace
 
         if n_variants > 1 and self.sources is None:
-            self.sources = TI.gold_sources({q.query.doc_id for q in self.questions}, self.settings)
+            self.sources = TI.gold_sources({q.query.doc_id for q in self.questions + self.confirming},
+                                           self.settings)
         share = _share_of(self.progress, v, n_variants)
         index = TI.variant_index(self.settings, variant, self.sources,
                                  (lambda text: share(0.0, text)) if share else None)
@@ -152,6 +169,10 @@ class _Sweep:
         self.seconds["replay_s"] += time.perf_counter() - t0
         # Learned fusion is trained on this variant's own candidates: a model of one chunking
         # would read another's features wrongly (its fingerprint records the chunking).
+        if self.confirming:
+            confirm_fetched = fetch_all(self.confirming, configs, self.scope, settings, workspace)
+            self.confirm_fetched += [confirm_fetched] * len(configs)
+            self.confirm_scores.append(score_configs(self.confirming, configs, confirm_fetched, settings))
         self.trainers.update({len(self.configs) + c: LearnedTrainer(config, self.questions, fetched, settings)
                               for c, config in enumerate(configs) if config.learned})
         self.configs += configs
@@ -178,8 +199,35 @@ class _Sweep:
                         for v, (variant, cut) in enumerate(zip(variants, cuts))]
         in_force = (in_force_scores(sets, questions, self.configs[0], self.main, self.settings)
                     if self.configs[0].learned else None)
+        confirm = self._confirm_scores()
         return Scored(sets, questions, self.configs, scores, folds, picks, self.scope, space, self.settings,
-                      check, variant_rows, in_force), learned_s
+                      check, variant_rows, in_force, confirm,
+                      [q.family for q in self.confirming] if confirm is not None else ()), learned_s
+
+    def _confirm_scores(self) -> np.ndarray | None:
+        """Every configuration on the confirmation questions; a learned one with its model fitted on
+        every tuning question (the model it would ship), never on a confirmation question."""
+        if not self.confirming:
+            return None
+        scores = np.concatenate(self.confirm_scores, axis=0)
+        everything = np.arange(len(self.questions))
+        for c, trainer in self.trainers.items():
+            model = trainer.fit(everything)
+            fetched = self.confirm_fetched[c]
+            scores[c] = np.asarray([metric_row(ranked_units(trainer.config, q, self.settings, fetched, model=model,
+                                                            replayed=trainer.replayed), tq.query)
+                                    for q, tq in enumerate(self.confirming)]).reshape(len(self.confirming), -1)
+        return scores
+
+
+def confirmation_questions(confirm_sets: Sequence[GoldSet], tuning_sets: Sequence[GoldSet]) -> list[TuneQuestion]:
+    """The confirmation family's questions; a gold set tuned on cannot also confirm."""
+    tuned = {g.sha256: g.name for g in tuning_sets}
+    for g in confirm_sets:
+        if g.sha256 in tuned or g.name in tuned.values():
+            raise TuningError(f"{g.name} is both tuned on and named to confirm: a confirmation family must "
+                              "be questions the selection never reads")
+    return [TuneQuestion(q, group_of(q), f"{family_of(g)}") for g in confirm_sets for q in g.queries]
 
 
 def _left_out(asked: Sequence[TuneQuestion], kept: Sequence[TuneQuestion]) -> dict[str, int]:
