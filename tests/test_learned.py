@@ -165,10 +165,12 @@ def test_a_model_trained_on_records_ranks_records_and_leaves_pages_to_the_fallba
     s = demo_index.replace(fusion="learned", learned_model=str(path), learned_fallback="rrf")
     records = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
                      filters={"doc_ids": ["guidance"]}, settings=s, workspace=workspace_of(s))
-    assert records.fusion == "learned"
+    assert records.fusion == records.fused_by == "learned" and records.fusion_fallback == ""
     pages = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
                    filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
     assert pages.fusion.startswith("rrf (learned fusion was trained on records")
+    # the fusion that ranked, by name, and why it is not the configured one: what a view shows as chosen
+    assert pages.fused_by == "rrf" and pages.fusion_fallback.startswith("learned fusion was trained on records")
 
 
 def test_a_model_that_does_not_fit_the_settings_falls_back_and_says_why(demo_index, workspace_of):

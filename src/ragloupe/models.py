@@ -234,3 +234,7 @@ class Ranking:
     reranker: str = ""  # "lexical" | "cross-encoder:<model>" when a reranker ran
     candidates: int = 0  # length of the fused candidate list the page view was built from
     query_analysis: dict = field(default_factory=dict)  # what query analysis read, when it ran
+    # The fusion that ranked the candidates, by name ("learned" | "minmax" | "rrf"; "" for one engine),
+    # and, when it is not the configured one, why (learned fusion standing aside for its fallback).
+    fused_by: str = ""
+    fusion_fallback: str = ""

@@ -24,6 +24,16 @@ The model warning: a learned model whose largest standardised weights are on a f
 reads one of these dimensions (``FEATURE_READS``) while the gold set is skewed on that
 dimension will have learned the gold set's construction, not relevance.
 
+The wording dimension: per question, the share of its content words (BM25's tokens, stop words
+dropped) that stand on its gold page, against the most any other page of its document holds. A
+gold set whose questions copy their pages (on average at least ``WORDING_WARN_SHARE`` of a
+question's content words on its gold page) measures word matching: BM25 finds such a page by its
+words, and the set cannot tell a ranking that reads meaning from one that counts words. The
+threshold sits between the two kinds the project ships: the benchmark, whole-report and manuals
+sets average 0.66-0.79, the paraphrased sets, written with no run of three content words from the
+page, 0.36-0.49 (docs/evaluation.md). A set with fewer than ``MIN_WORDING_QUESTIONS`` questions
+placed is described, not judged.
+
 Pure: layouts, gold sets and model weights in, a JSON-ready dict and sentences out.
 """
 
@@ -31,13 +41,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from scipy.stats import binomtest
 
 from ragloupe.evaluate import coverage_text as W
 from ragloupe.evaluate.goldset import GoldQuery, GoldSet
+from ragloupe.index.lexical import tokenize
 from ragloupe.models import Chunk
 
 ALPHA = 0.01
@@ -46,6 +57,12 @@ MIN_LIFT = 1.5
 MIN_POINTS = 0.05
 TENTHS = W.TENTHS
 FIGURE_SHARE = 0.25  # a page whose words are at least this share of figures is a table page
+# Wording: a gold set is warned about when its questions hold on average at least this share of
+# their content words on their gold page; a question is "word-matched" when its gold page holds at
+# least WORD_MATCH_SHARE of them and no other page of its document holds more.
+WORDING_WARN_SHARE = 0.6
+WORD_MATCH_SHARE = 0.75
+MIN_WORDING_QUESTIONS = 10
 NO_SECTION = W.NO_SECTION
 DIMENSIONS = ("position", "section", "kind")
 RULE = (f"a stratum is flagged when the gold set's share in it differs from the documents' share by a "
@@ -103,6 +120,8 @@ class DocumentLayout:
     n_units: int  # every page (or record) of the document, indexed or not
     units: tuple[UnitPlace, ...]
     level: str = "page"
+    # unit -> the BM25 tokens of its whole text (empty: the layout was made without text)
+    terms: Mapping[str, frozenset] = field(default_factory=dict, compare=False, hash=False)
 
     def stratum(self, dimension: str, place: UnitPlace) -> str:
         if dimension == "position":
@@ -154,7 +173,8 @@ def layout_from_chunks(doc_id: str, n_units: int, chunks: Iterable[Chunk],
             or figure_share(" ".join(c.text for c in parts)) >= FIGURE_SHARE
         places.append(UnitPlace(unit, first.page, section, table))
     places.sort(key=lambda p: p.ordinal)
-    return DocumentLayout(doc_id, max([n_units, *(p.ordinal for p in places)]), tuple(places), level)
+    terms = {unit: frozenset(tokenize(" ".join(c.text for c in parts))) for unit, parts in by_unit.items()}
+    return DocumentLayout(doc_id, max([n_units, *(p.ordinal for p in places)]), tuple(places), level, terms)
 
 
 def top_section(section: str) -> str:
@@ -191,9 +211,11 @@ def audit(goldsets: Sequence[GoldSet], layouts: Mapping[str, DocumentLayout],
     model_rows = [model_audit(m, pooled.get(m.units), n_sets.get(m.units, 0)) for m in models]
     # Several gold sets: the pooled findings are the warnings; each set's own are in its entry.
     warnings = [s for a in (pooled.values() if len(goldsets) > 1 else per_set) for s in a["findings"]]
+    # Wording is a property of how each set was written: its warning is each set's own.
+    warnings += [a["wording"]["finding"] for a in per_set if a["wording"]["finding"]]
     warnings += [w for m in model_rows for w in m["warnings"]]
     return {"rule": RULE, "table_rule": TABLE_RULE, "alpha": ALPHA, "min_questions": MIN_QUESTIONS,
-            "min_lift": MIN_LIFT, "min_points": MIN_POINTS, "feature_reads": {
+            "min_lift": MIN_LIFT, "min_points": MIN_POINTS, "wording_rule": WORDING_RULE, "feature_reads": {
                 name: r.dimension for name, r in sorted(FEATURE_READS.items())},
             "goldsets": per_set, "pooled": pooled, "models": model_rows,
             "flagged": any(a["skewed"] for a in [*per_set, *pooled.values()]),
@@ -214,12 +236,53 @@ def audit_questions(name: str, queries: Sequence[GoldQuery], layouts: Mapping[st
     dimensions = {d: _dimension(d, placed, judged, level) for d in DIMENSIONS}
     findings = [dimensions[d]["finding"] for d in DIMENSIONS if dimensions[d]["finding"]]
     findings = [f"{name}: {s}" for s in findings]
-    return {"name": name, "level": level, "n_questions": len(queries), "n_placed": n,
+    wording = wording_of(queries, layouts)
+    if wording["finding"]:
+        wording["finding"] = f"{name}: {wording['finding']}"
+    return {"name": name, "level": level, "n_questions": len(queries), "n_placed": n, "wording": wording,
             "n_documents": len({layout.doc_id for layout, _ in placed}),
             "judged": judged, "skewed": any(dimensions[d]["skewed"] for d in DIMENSIONS),
             "note": "" if judged else (f"{n} question(s) placed: too few to judge (at least "
                                        f"{MIN_QUESTIONS}); shares are shown, nothing is flagged"),
             "dimensions": dimensions, "findings": findings}
+
+
+WORDING_RULE = (f"a gold set only tests word matching when its questions hold on average at least "
+                f"{WORDING_WARN_SHARE:.0%} of their content words on their gold page (or record); a question is "
+                f"word-matched when its gold page holds at least {WORD_MATCH_SHARE:.0%} of them and no other "
+                f"page of its document holds more; sets with fewer than {MIN_WORDING_QUESTIONS} questions placed "
+                f"are not judged")
+
+
+def question_wording(query: GoldQuery, layout: DocumentLayout) -> dict | None:
+    """The share of the question's content words on its gold unit (the best of them) and on the
+    other unit of its document that holds the most; None when there is nothing to compare."""
+    words = set(tokenize(query.question))
+    gold = [u for u in query.expected_units if u in layout.terms]
+    if not words or not gold or not layout.terms:
+        return None
+    def share(unit: str) -> float:
+        return len(words & layout.terms[unit]) / len(words)
+    on_gold = max(share(u) for u in gold)
+    others = max((share(u) for u in layout.terms if u not in query.expected_units), default=0.0)
+    return {"query_id": query.query_id, "n_words": len(words), "gold_share": on_gold, "best_other_share": others,
+            "word_matched": bool(on_gold >= WORD_MATCH_SHARE and on_gold >= others)}
+
+
+def wording_of(queries: Sequence[GoldQuery], layouts: Mapping[str, DocumentLayout]) -> dict:
+    """The wording dimension of a group of questions: the mean shares, the word-matched share, and a
+    finding when the group only tests word matching."""
+    rows = [row for q in queries if q.doc_id in layouts
+            for row in [question_wording(q, layouts[q.doc_id])] if row is not None]
+    n = len(rows)
+    mean = lambda key: sum(float(r[key]) for r in rows) / n if n else 0.0  # noqa: E731
+    gold, other, matched = mean("gold_share"), mean("best_other_share"), mean("word_matched")
+    judged = n >= MIN_WORDING_QUESTIONS
+    only_words = judged and gold >= WORDING_WARN_SHARE
+    finding = W.wording_finding(gold, other, matched, WORD_MATCH_SHARE) if only_words else ""
+    return {"n_placed": n, "judged": judged, "gold_share": gold, "best_other_share": other,
+            "word_matched_share": matched, "only_word_matching": only_words, "finding": finding,
+            "questions": rows}
 
 
 def _gold_places(query: GoldQuery, layout: DocumentLayout) -> list[UnitPlace]:

@@ -124,6 +124,16 @@ def model_warning(label: str, trained: str, lead: Mapping, reading, dimension: s
             f"about {the_rest(dimension, result)}")
 
 
+def wording_finding(gold: float, other: float, matched: float, match_share: float) -> str:
+    """The sentence for a gold set whose questions use their gold pages' own words."""
+    return (f"the questions use their gold pages' own words: on average {percent(gold)} of a question's "
+            f"content words stand on its gold page (the other page of its document holding the most has "
+            f"{percent(other)}), and {percent(matched)} of the questions have at least {percent(match_share)} of their "
+            f"words on the gold page with no other page holding more; it tests word matching, not finding a "
+            f"page by what the question means: add questions worded as a reader who has not seen the page "
+            f"would ask them")
+
+
 def render_lines(coverage: Mapping) -> list[str]:
     """The audit as plain lines for the CLI: each group's spread by tenth, then the warnings."""
     lines = ["gold-set coverage: share of the gold pages (or records) by tenth of their documents "
@@ -136,6 +146,9 @@ def render_lines(coverage: Mapping) -> list[str]:
                           for s in group["dimensions"]["position"]["strata"])
         skewed = [d for d, result in group["dimensions"].items() if result["skewed"]]
         verdict = (f"skewed on {', '.join(skewed)}" if skewed else "no skew found") if group["judged"] else group["note"]
-        lines.append(f"  {group['name']} ({group['n_placed']} questions): {spread} -> {verdict}")
+        wording = group.get("wording") or {}
+        words = (f"; words on the gold page {percent(wording['gold_share'])} (best other page "
+                 f"{percent(wording['best_other_share'])})" if wording.get("n_placed") else "")
+        lines.append(f"  {group['name']} ({group['n_placed']} questions): {spread} -> {verdict}{words}")
     lines += [f"  warning: {w}" for w in coverage["warnings"]]
     return lines

@@ -90,7 +90,7 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     started_at, started = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
     questions = tune_questions(sets)
     grouped_folds([q.group for q in questions])  # refuse one group before opening anything
-    confirm_sets = load_goldsets(confirm or [])
+    confirm_sets = load_goldsets(confirm) if confirm else []
     confirming = confirmation_questions(confirm_sets, sets)
     base_configs = list(configs) if configs is not None else search_space(settings, space, scope)
     workspace = workspace if workspace is not None else Workspace(settings)

@@ -117,7 +117,7 @@ def replay(candidates: Candidates, config, *, mode: str | None = None, k: int | 
         fused, fused_by = _fuse(plan, lists, config.for_fusion())
         if fused_by == "learned":
             fused = _learn(candidates, fused, config, model)
-        fused_by = f"{fused_by} ({fallback})" if fallback else fused_by
+        fused_label = f"{fused_by} ({fallback})" if fallback else fused_by
     hits, pages, cut_at, reranker = _after_fusion(plan, candidates, fused, config, timings, window)
     timings["total"] = candidates.timings.get("total", 0.0) + time.perf_counter() - started
     return Ranking(
@@ -125,7 +125,8 @@ def replay(candidates: Candidates, config, *, mode: str | None = None, k: int | 
         pages=tuple(pages), rewrite=candidates.rewrite.rewrite if candidates.rewrite else None,
         rewrite_used=bool(candidates.rewrite and candidates.rewrite.used),
         rewrite_note=candidates.rewrite.note if candidates.rewrite else "",
-        cut_at=cut_at, filters=candidates.filters, fusion=fused_by, reranker=reranker,
+        cut_at=cut_at, filters=candidates.filters, fusion=fused_label, fused_by=fused_by,
+        fusion_fallback=fallback, reranker=reranker,
         candidates=len(fused),
         query_analysis={**candidates.analysis.summary(), "bm25_expansion": list(candidates.expansion),
                         "period_scope": list(candidates.period_scope)} if config.query_analysis else {})
