@@ -19,8 +19,8 @@ MRR higher over all questions, default mode) is then applied to the TUNING famil
 `ragloupe adapt` would with those gold sets, and its verdict is in the JSON.
 
 Families: whole-report (grampian/whole/*.whole.json), benchmark (grampian/eval), manuals
-(manuals/eval/*.eval.json), natech (guidance.gold.json), paraphrased (*/paraphrased/*.json,
-when present); held out, reported and never used to choose: every *.holdout.json and
+(manuals/eval/*.eval.json), natech (guidance.gold.json), and the paraphrased sets of the
+reports, the manuals and Natech (grampian/ and manuals/paraphrased/, natech/paraphrased.gold.json); held out, reported and never used to choose: every *.holdout.json and
 guidance2.gold.json. The adaptation never reads a question: it trains on document text only.
 The confirmation set under data/benchmarks/confirm is never read.
 
@@ -72,13 +72,15 @@ def families() -> dict[str, dict]:
         "benchmark": files("grampian/eval/*.eval.json"),
         "manuals": files("manuals/eval/*.eval.json"),
         "natech": [BENCH / "natech/guidance.gold.json"],
-        "paraphrased": [p for p in files("*/paraphrased/*.json") if "holdout" not in p.name],
+        "paraphrased-reports": files("grampian/paraphrased/*.paraphrased.json"),
+        "paraphrased-manuals": files("manuals/paraphrased/*.paraphrased.json"),
+        "paraphrased-natech": files("natech/paraphrased.gold.json"),
     }
     held_out = {
         "whole-report-holdout": files("grampian/whole/*.holdout.json"),
         "manuals-holdout": files("manuals/eval/*.holdout.json"),
         "natech-holdout": [BENCH / "natech/guidance2.gold.json"],
-        "paraphrased-holdout": [p for p in files("*/paraphrased/*.json") if "holdout" in p.name],
+        "paraphrased-holdout": files("*/paraphrased/*.holdout.json"),
     }
     out = {name: {"paths": paths, "tuning": True} for name, paths in tuning.items() if paths}
     out.update({name: {"paths": paths, "tuning": False} for name, paths in held_out.items() if paths})

@@ -91,3 +91,30 @@ def test_the_same_corpus_and_settings_reuse_the_saved_model(small_index, tmp_pat
     first = adapt(small_index.replace(adapt_max_steps=1), [])
     again = adapt(small_index.replace(adapt_max_steps=1), [])
     assert first.model == again.model and again.reused_model and not again.kept
+
+
+def test_index_page_adapts_the_model_and_shows_what_it_kept(settings, small_corpus, monkeypatch):
+    import time
+
+    from app_pages import assert_clean, run_page
+    from ragloupe.ui import adapt_view
+    from ragloupe.ui.cache import store_key
+
+    for name, value in {"EMBEDDING_BACKEND": "torch", "ADAPT_MAX_STEPS": "2", "ADAPT_BATCH_SIZE": "4"}.items():
+        monkeypatch.setenv(f"RAGLOUPE_{name}", value)
+    settings = Settings.from_env()
+    assert not run_index([small_corpus], settings).errors
+    app = run_page("index_manage")
+    assert any("Gold sets to decide on: 0" in m.value for m in app.markdown)
+    app.checkbox(key="adapt_keep_untested").check().run()
+    app.button(key="adapt_start").click().run()
+    job = adapt_view._registry()[0][store_key(settings)]
+    deadline = time.monotonic() + 120
+    while not job.finished and time.monotonic() < deadline:
+        time.sleep(0.5)
+    app.run()
+    assert_clean(app)
+    assert job.error is None
+    assert any(s.value.startswith("Kept: no gold set to compare on") for s in app.success)
+    assert any("This index is embedded by an adapted model" in i.value for i in app.info)
+    assert any("2 training steps" in c.value for c in app.caption)

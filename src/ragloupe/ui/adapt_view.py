@@ -1,0 +1,163 @@
+"""The Index page's "Adapt the model to this corpus" section: `ragloupe adapt` in a background
+thread with a progress bar, and the before/after comparison when it ends.
+
+A job lives in one registry per server process (st.cache_resource), keyed by the index, like
+the index jobs of ui/background.py: another tab sees the run, and leaving the page does not
+stop it. The decision itself (keep the adapted model or swap the old one back) is made by
+ragloupe.adapt; this module only starts it and shows what it says.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pandas as pd
+import streamlit as st
+
+from ragloupe.adapt import compare
+from ragloupe.config import Settings
+from ragloupe.errors import RagloupeError
+from ragloupe.logs import log_exception
+from ragloupe.ui.cache import store_key
+from ragloupe.ui.guard import app_message
+
+# Where each stage starts and ends on the bar (training is most of the time).
+_STAGE_SPAN = {"pairs": (0.0, 0.03), "before": (0.03, 0.08), "train": (0.08, 0.7),
+               "reembed": (0.7, 0.9), "after": (0.9, 0.97), "decide": (0.97, 0.99), "done": (1.0, 1.0)}
+_STAGE_WORDS = {"pairs": "making pairs from the corpus", "before": "searching the gold sets (before)",
+                "train": "training", "reembed": "re-embedding the index", "after": "searching the gold sets (after)",
+                "decide": "deciding", "done": "done"}
+
+
+@dataclass
+class AdaptJob:
+    """One `ragloupe adapt` (or revert) run in a thread, and how far it got."""
+
+    revert: bool = False
+    started: float = field(default_factory=time.monotonic)
+    stage: str = "starting"
+    detail: str = ""
+    fraction: float = 0.0
+    finished: bool = False
+    error: str | None = None
+    outcome: object | None = None  # adapt.run.AdaptOutcome, or revert()'s dict
+
+    def update(self, step) -> None:
+        low, high = _STAGE_SPAN.get(step.stage, (self.fraction, self.fraction))
+        within = step.done / step.total if step.total else 0.0
+        self.stage, self.detail = step.stage, step.detail
+        self.fraction = max(self.fraction, min(low + (high - low) * within, 1.0))
+
+    def describe(self) -> str:
+        minutes, seconds = divmod(int(time.monotonic() - self.started), 60)
+        detail = f" · {self.detail}" if self.detail and self.stage == "train" else ""
+        return f"{_STAGE_WORDS.get(self.stage, self.stage)}{detail} · {minutes} min {seconds} s"
+
+
+@st.cache_resource(show_spinner=False)
+def _registry() -> tuple[dict[str, AdaptJob], threading.Lock]:
+    return {}, threading.Lock()
+
+
+def start_adapt(settings: Settings, goldsets: list, keep_untested: bool, revert: bool = False) -> AdaptJob:
+    """Start adapting (or reverting) in a thread, or return the run already going on this index."""
+    from ragloupe.adapt import run
+
+    jobs, lock = _registry()
+    with lock:
+        job = jobs.get(store_key(settings))
+        if job is not None and not job.finished:
+            return job
+        job = jobs[store_key(settings)] = AdaptJob(revert=revert)
+
+    def work() -> None:
+        try:
+            job.outcome = run.revert(settings, job.update) if revert else \
+                run.adapt(settings, goldsets, job.update, keep_untested=keep_untested)
+        except RagloupeError as exc:
+            job.error = app_message(exc)
+        except Exception as exc:  # a bug: the traceback goes to the log, the page says where
+            job.error = f"adapting failed ({type(exc).__name__}); the details are in {log_exception(exc)}"
+        finally:
+            job.fraction, job.finished = 1.0, True
+
+    threading.Thread(target=work, name="ragloupe-adapt", daemon=True).start()
+    return job
+
+
+def comparison_frame(comparison: dict) -> pd.DataFrame:
+    """One row per gold set (then all questions): each measure before and after, and its p-value."""
+    rows = []
+    for name, row in comparison.items():
+        line = {"gold set": name, "questions": row["n"]}
+        for m in compare.MEASURES:
+            label = compare.LABELS[m]
+            line[f"{label} before"], line[f"{label} after"] = row["before"][m], row["after"][m]
+            line[f"{label} p"] = row["p"][m]
+        rows.append(line)
+    return pd.DataFrame(rows)
+
+
+def adapt_section(settings: Settings, busy: bool) -> None:
+    """The section: what adapting does, the button, the progress, and the last outcome."""
+    from ragloupe.evaluate.usersets import list_user_goldsets
+
+    st.header("Adapt the model to this corpus")
+    adopted = settings.sources.get("embedding_model") == "adapted"
+    st.caption("Fine-tunes the embedding model on questions cut from your documents' own text "
+               "(a sentence for the rest of its passage, a heading for its section, a table's row "
+               "and column labels, a record's title), re-embeds the index, and keeps the new model "
+               "only if your gold sets find their pages better with it (Hit@1 not lower on any "
+               "set, MRR higher overall); otherwise the index is put back as it was. No gold "
+               "question is trained on. Takes minutes: see docs/adapt.md.")
+    if adopted:
+        st.info(f"This index is embedded by an adapted model: {settings.embedding_model}")
+    jobs, _lock = _registry()
+    job = jobs.get(store_key(settings))
+    if job is not None and not job.finished:
+        _follow(job)
+        return
+    goldsets = list_user_goldsets(settings)
+    st.write(f"Gold sets to decide on: {len(goldsets)}"
+             + (f" ({', '.join(p.stem for p in goldsets)})" if goldsets else
+                " - make one on the Gold sets page, or the model is trained but not used"))
+    keep_untested = st.checkbox("Use the adapted model even without a gold set to compare on",
+                                key="adapt_keep_untested") if not goldsets else False
+    left, right = st.columns(2)
+    if left.button("Adapt the model", key="adapt_start", disabled=busy):
+        _follow(start_adapt(settings, goldsets, keep_untested))
+        st.rerun()
+    if adopted and right.button("Go back to the configured model", key="adapt_revert", disabled=busy):
+        _follow(start_adapt(settings, [], False, revert=True))
+        st.rerun()
+    if job is not None and job.finished:
+        _show_outcome(job)
+
+
+def _follow(job: AdaptJob) -> None:
+    @st.fragment(run_every=1.0)
+    def progress() -> None:
+        if job.finished:
+            st.rerun()
+        st.progress(job.fraction, text=f"Adapting: {job.describe()}")
+
+    progress()
+
+
+def _show_outcome(job: AdaptJob) -> None:
+    if job.error:
+        st.error(job.error)
+        return
+    outcome = job.outcome
+    if isinstance(outcome, dict):
+        st.success(f"The index is embedded by {outcome['reverted_to']} again.")
+        return
+    (st.success if outcome.kept else st.warning)(("Kept: " if outcome.kept else "Not kept: ") + outcome.reason)
+    training = outcome.training
+    st.caption(f"Model {outcome.model}: {training.get('steps', 0)} training steps in "
+               f"{training.get('seconds', 0)} s on " + ", ".join(f"{v} {k}" for k, v in outcome.pairs.items())
+               + " pairs.")
+    if outcome.comparison:
+        st.dataframe(comparison_frame(outcome.comparison), hide_index=True, width="stretch")
