@@ -118,3 +118,22 @@ def test_index_page_adapts_the_model_and_shows_what_it_kept(settings, small_corp
     assert any(s.value.startswith("Kept: no gold set to compare on") for s in app.success)
     assert any("This index is embedded by an adapted model" in i.value for i in app.info)
     assert any("2 training steps" in c.value for c in app.caption)
+
+
+def test_a_swap_killed_between_its_renames_is_undone_by_the_next_index_run(small_index, small_corpus):
+    from ragloupe.index import swap
+
+    store = open_store(small_index)
+    fingerprint, count = store.fingerprint(), store.count()
+    scratch = swap.reembed(store, Workspace(small_index, store=store).embedder, small_index)
+    # What swap_in does up to its first rename, then the process dies.
+    swap._write_json(swap.journal_path(small_index), {
+        "collection": small_index.collection, "incoming": scratch, "incoming_id": "not-swapped-yet",
+        "displaced": small_index.collection + swap.DISPLACED_SUFFIX, "adopted": {"model": "x", "source_model": "y"},
+        "manifest": {}})
+    store.rename_collection(small_index.collection, small_index.collection + swap.DISPLACED_SUFFIX)
+    summary = run_index([small_corpus], small_index)
+    assert "an interrupted model swap was undone" in summary.repaired
+    reopened = open_store(small_index)
+    assert reopened.count() == count and reopened.fingerprint() == fingerprint
+    assert not swap.journal_path(small_index).exists() and not adopted_model_file(small_index).exists()

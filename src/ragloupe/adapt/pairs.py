@@ -110,7 +110,11 @@ def _sentence_drafts(chunks: Sequence[Chunk], rules: PairRules) -> list[tuple[st
         if chunk.kind != "text":
             continue
         parts = sentences(chunk.text)
-        usable = [i for i, s in enumerate(parts) if _is_question_like(s)]
+        # A chunk starts and ends where the token budget fell: its first and last pieces are
+        # whole sentences only when the text starts with a capital and ends with an end mark.
+        whole = [(i > 0 or s[:1].isupper()) and (i < len(parts) - 1 or s.rstrip()[-1:] in ".!?")
+                 for i, s in enumerate(parts)]
+        usable = [i for i, s in enumerate(parts) if whole[i] and _is_question_like(s)]
         chosen = random.Random(f"{rules.seed}|{chunk.chunk_id}").sample(
             usable, min(rules.sentences_per_chunk, len(usable)))
         for i in sorted(chosen):

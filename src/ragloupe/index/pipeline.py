@@ -228,8 +228,8 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
             raise StaleIndex(f"{reason}: {ACTION}, or restore the previous settings",
                              action=Action.REBUILD_INDEX)
         store = open_store(settings)
-        if note := swap.finish_interrupted(store):  # a killed `ragloupe adapt` mid-swap
-            summary.repaired.append(note)
+        swapped = swap.finish_interrupted(store)  # a `ragloupe adapt` killed mid-swap
+        if swapped:
             manifest = Manifest.load(settings)
         if rebuild:
             paths = _rebuild_paths(paths, manifest, settings)
@@ -240,6 +240,7 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
         manifest.settings_fingerprint = settings.index_fingerprint()
         manifest.shaping_settings = settings.shaping_settings()
         summary.repaired, summary.chunks_removed = repair(manifest, store)
+        summary.repaired[:0] = [swapped] if swapped else []
         mark = time.perf_counter()
         the_plan = plan(paths, settings, manifest, progress)
         timings["hash"] += time.perf_counter() - mark
