@@ -98,6 +98,7 @@ class Settings:
     adapt_max_seconds: float = 600.0  # training stops after this long (the steps run are recorded)
     adapt_batch_size: int = 32  # pairs per step (in-batch negatives: the more, the harder)
     adapt_learning_rate: float = 2e-5
+    adapt_max_tokens: int = 256  # tokens of a passage read in training (a step's cost grows with it)
     adapt_hard_negatives: bool = True  # add a BM25-mined negative from the same document per pair
     adapt_pair_kinds: str = "sentence,heading,table,title"  # adapt.pairs.KINDS to make pairs of
     adapt_seed: int = 13

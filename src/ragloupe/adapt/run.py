@@ -95,6 +95,7 @@ def train_config(settings: Settings) -> training.TrainConfig:
     return training.TrainConfig(batch_size=settings.adapt_batch_size, max_steps=settings.adapt_max_steps,
                                 max_seconds=settings.adapt_max_seconds,
                                 learning_rate=settings.adapt_learning_rate, seed=settings.adapt_seed,
+                                max_seq_length=settings.adapt_max_tokens,
                                 threads=settings.encoder_threads())
 
 
