@@ -98,12 +98,12 @@ def families() -> dict[str, dict]:
 
 def measure(settings, fams: dict[str, dict], modes: tuple[str, ...] = MODES) -> dict:
     """Family -> mode -> gold set -> each question's Hit@1, Hit@3 and reciprocal rank."""
-    workspace = Workspace(settings)
+    workspace = Workspace.open(settings)
     out: dict = {}
     for family, spec in fams.items():
         out[family] = {}
         for mode in modes:
-            report = evaluate(spec["paths"], mode=mode, scope="doc", settings=settings, write=False,
+            report = evaluate(spec["paths"], mode=mode, scope="doc", write=False,
                               workspace=workspace)
             out[family][mode] = compare.per_set_scores(report.data)
     workspace.clear()
@@ -157,7 +157,7 @@ def run_variant(name: str, overrides: dict, base_index: Path, work: Path, before
     paths = {"index_dir": target / "index", "runs_dir": target / "runs"}
     settings = get_settings(**paths, **overrides)
     started = time.perf_counter()
-    outcome = adapt(settings, [], progress=_progress, keep_untested=True)
+    outcome = adapt(Workspace.open(settings), [], progress=_progress, keep_untested=True)
     adapt_seconds = round(time.perf_counter() - started, 1)
     adapted = get_settings(**paths, **overrides)
     after = measure(adapted, fams, MODES_AFTER)

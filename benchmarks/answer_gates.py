@@ -41,14 +41,14 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/answer_gates.json"))
     args = parser.parse_args()
     settings = get_settings()
-    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
+    workspace = Workspace.open(settings, store=open_store(settings), embedder=get_embedder(settings))
     units = manifest_units(Manifest.load(settings))
     counter = context_token_counter(settings)
     rows = []
     for path in sorted((ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json")):
         for query in load_goldset(path).queries:
             ranking = search(query.question, mode="hybrid", k=args.k, filters={"doc_ids": [query.doc_id]},
-                             settings=settings, workspace=workspace)
+                             workspace=workspace)
             passages, _ = select_context(ranking.hits, settings.context_budget_tokens, counter)
             report = context_gates(passages, ranking, settings, units)
             rows.append({"query_id": query.query_id, "doc_id": query.doc_id, "passages": len(passages),

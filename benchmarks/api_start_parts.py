@@ -54,9 +54,9 @@ def main() -> None:
     step("open the encoder", resources.embedder)
     from ragloupe.retrieve.search import search
 
-    step("the warm-up search", lambda: search(WARM_UP_QUESTION, settings=settings, explain=True,
+    step("the warm-up search", lambda: search(WARM_UP_QUESTION, explain=True,
                                               workspace=workspace))
-    step("a second search", lambda: search("capital expenditure", settings=settings, k=10, workspace=workspace))
+    step("a second search", lambda: search("capital expenditure", k=10, workspace=workspace))
     report = {"command": "RAGLOUPE_INDEX_DIR=... .venv/bin/python benchmarks/api_start_parts.py",
               "index_dir": str(settings.path("index_dir")), "chunks": resources.store().count(),
               "load_average_before": [round(x, 2) for x in load_before],

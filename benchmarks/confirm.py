@@ -75,13 +75,13 @@ def main() -> None:
     if not paths:
         raise SystemExit(f"no confirmation sets under {CONFIRM}")
     facts = question_facts(paths)
-    workspace = Workspace(settings)
+    workspace = Workspace.open(settings)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     by_mode: dict[str, list[dict]] = {}
     seconds = {}
     for mode in modes:
         started = time.perf_counter()
-        report = evaluate(paths, mode=mode, scope="doc", settings=settings, write=False, workspace=workspace)
+        report = evaluate(paths, mode=mode, scope="doc", write=False, workspace=workspace)
         seconds[mode] = round(time.perf_counter() - started, 1)
         missing = [f for f in report.data["findings"] if "not in the index" in str(f).lower()
                    or "not indexed" in str(f).lower()]

@@ -49,7 +49,7 @@ def compare(index_dir: Path, scratch: Path) -> dict:
 
     settings = Settings.from_env(index_dir=index_dir, runs_dir=scratch / "runs", logs_dir=scratch / "logs",
                                  chroma_host="", llm_backend="none")
-    workspace = Workspace(settings)
+    workspace = Workspace.open(settings)
     parts: dict = {}
     differ: list[str] = []
     for path in GOLD:
@@ -57,7 +57,7 @@ def compare(index_dir: Path, scratch: Path) -> dict:
             for mode in MODES:
                 for scope in SCOPES:
                     filters = {"doc_ids": [q.doc_id]} if scope == "document" and q.doc_id else None
-                    new = fetch(q.question, mode=mode, k=10, filters=filters, settings=settings,
+                    new = fetch(q.question, mode=mode, k=10, filters=filters,
                                 workspace=workspace)
                     old_dense = engines.dense_search(workspace.store, workspace.query_vector(new.search_text),
                                                      new.window, new.filters)

@@ -59,7 +59,7 @@ def compare(built, loaded, settings: Settings) -> dict:
             for q in load_goldset(path).queries:
                 filters = {"doc_ids": [q.doc_id]} if q.doc_id else None
                 a, b = ([(h.chunk.chunk_id, h.score) for h in search(
-                    q.question, k=10, filters=filters, settings=settings, workspace=w, **overrides).hits]
+                    q.question, k=10, filters=filters, workspace=w.with_settings(settings), **overrides).hits]
                     for w in (built, loaded))
                 asked += 1
                 if a != b:
@@ -87,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(settings.path("index_dir") / derived_saved.SUBDIR, ignore_errors=True)
         store, embedder = open_store(settings), get_embedder(settings)
         chunks = store.count()
-        built = Workspace(settings, store=store, embedder=embedder)
+        built = Workspace.open(settings, store=store, embedder=embedder)
         built_parts = parts(built)
-        loaded = Workspace(settings, store=store, embedder=embedder)
+        loaded = Workspace.open(settings, store=store, embedder=embedder)
         loaded_parts = parts(loaded)
         sizes = {p.name.split("-", 1)[0]: p.stat().st_size for p in (settings.path("index_dir") / "derived").iterdir()}
         rankings = compare(built, loaded, settings)

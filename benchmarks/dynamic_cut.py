@@ -40,13 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     settings = Settings.from_env()
-    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
+    workspace = Workspace.open(settings, store=open_store(settings), embedder=get_embedder(settings))
     questions = [q for path in GOLD for q in json.loads(path.read_text(encoding="utf-8"))["queries"]]
     rows = []
     for rule, value in RULES:
         kept, hits = [], {k: 0 for k in KS}
         for q in questions:
-            ranking = search(q["question"], args.mode, 10, {"doc_ids": [q["doc_id"]]}, settings,
+            ranking = search(q["question"], args.mode, 10, {"doc_ids": [q["doc_id"]]},
                              workspace=workspace, dynamic_cut=rule, dynamic_cut_value=value)
             units = [p.unit for p in ranking.pages]
             gold = {f"{q['doc_id']}#p{page}" for page in q["expected_pages"]}

@@ -122,15 +122,14 @@ def retrieval(settings: Settings) -> dict:
     from ragloupe.retrieve.search import search
     from ragloupe.workspace import Workspace
 
-    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
+    workspace = Workspace.open(settings, store=open_store(settings), embedder=get_embedder(settings))
     out: dict = {}
     for mode in ("dense", "hybrid"):
         for path in GOLD:
             gold = load_goldset(path)
             rows = []
             for q in gold.queries:
-                ranking = search(q.question, mode=mode, k=10, filters={"doc_ids": [q.doc_id]},
-                                 settings=settings, workspace=workspace)
+                ranking = search(q.question, mode=mode, k=10, filters={"doc_ids": [q.doc_id]}, workspace=workspace)
                 ranked = M.dedupe(p.unit for p in ranking.pages)
                 metrics = M.query_metrics(ranked, q.expected_units, (1, 3))
                 rows.append({"hit@1": metrics["hit@1"], "rr": metrics["rr"]})

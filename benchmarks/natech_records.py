@@ -85,7 +85,7 @@ def run(questions, config: dict, settings: Settings, workspace) -> list[dict]:
     rows = []
     for q in questions:
         ranking = search(q.question, mode="hybrid", k=DEPTH, filters={"doc_ids": [q.doc_id]},
-                         settings=s, workspace=workspace)
+                         workspace=workspace.with_settings(s))
         ranked = M.dedupe(p.unit for p in ranking.pages)
         rows.append(M.query_metrics(ranked, q.expected_units, KS))
     return rows
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragloupe.index.store import open_store
 
     settings = Settings.from_env()
-    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
+    workspace = Workspace.open(settings, store=open_store(settings), embedder=get_embedder(settings))
     started = time.perf_counter()
     out: dict = {"what": "record-level retrieval on the Natech guidance (unit view), hybrid mode, scope doc",
                  "index_dir": str(settings.path("index_dir")), "embedding_model": settings.embedding_model,

@@ -56,7 +56,7 @@ def opened(index_dir: Path, backend: str, scratch: Path):
     embedder = get_embedder(settings)
     if embedder.backend != backend:
         raise SystemExit(f"{backend} was asked for but {embedder.backend} encodes: {embedder.notice}")
-    return settings, open_store(settings), embedder, Workspace(settings, embedder=embedder)
+    return settings, open_store(settings), embedder, Workspace.open(settings, embedder=embedder)
 
 
 def stored_vectors(opened_pair) -> dict:
@@ -75,7 +75,7 @@ def top10(question: str, mode: str, filters: dict | None, handles) -> tuple[list
     from ragloupe.retrieve.search import search
 
     settings, _, _, workspace = handles
-    ranking = search(question, mode=mode, k=10, filters=filters, settings=settings, workspace=workspace)
+    ranking = search(question, mode=mode, k=10, filters=filters, workspace=workspace)
     hits = ranking.hits[:10]
     return [(h.chunk.doc_id, h.chunk.page, h.chunk.chunk_id) for h in hits], [float(h.score) for h in hits]
 

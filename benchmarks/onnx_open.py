@@ -78,7 +78,7 @@ def texts_to_compare(settings: Settings) -> dict[str, list[str]]:
     from ragloupe.workspace import Workspace
 
     questions = [q.question for path in GOLD for q in load_goldset(path).queries]
-    return {"chunks": [c.text for c in Workspace(settings).chunks()], "gold_questions": questions}
+    return {"chunks": [c.text for c in Workspace.open(settings).chunks()], "gold_questions": questions}
 
 
 def main(argv: list[str] | None = None) -> int:

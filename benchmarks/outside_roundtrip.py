@@ -46,8 +46,8 @@ def main() -> None:
     args = parser.parse_args()
     settings = get_settings()
     started = time.perf_counter()
-    workspace = Workspace(settings)
-    own = evaluate(GOLD, mode=args.mode, ks=KS, settings=settings, write=False, workspace=workspace)
+    workspace = Workspace.open(settings)
+    own = evaluate(GOLD, mode=args.mode, ks=KS, write=False, workspace=workspace)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "own.trec"
         path.write_text("\n".join(trec_lines(own)) + "\n", encoding="utf-8")

@@ -73,8 +73,8 @@ def configurations(boosts: list[float]) -> dict[str, dict]:
 
 def run(goldsets, scope: str, overrides: dict, settings, workspace, snapshot) -> list[dict]:
     """One evaluation; per question: its report, Hit@1, Hit@3, RR and whether it names a period."""
-    report = evaluate(goldsets, mode=settings.mode, ks=KS, scope=scope, settings=settings.replace(**overrides),
-                      write=False, workspace=workspace, snapshot=snapshot)
+    report = evaluate(goldsets, mode=settings.mode, ks=KS, scope=scope,
+                      write=False, workspace=workspace.with_settings(settings.replace(**overrides)), snapshot=snapshot)
     return [{"goldset": q["goldset"], "query_id": q["query_id"],
              "hit@1": q["metrics"]["hit@1"], "hit@3": q["metrics"]["hit@3"], "rr": q["metrics"]["rr"],
              "names_period": analyze(q["question"]).target_period is not None}
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragloupe.index.store import open_store
 
     settings = get_settings()
-    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
+    workspace = Workspace.open(settings, store=open_store(settings), embedder=get_embedder(settings))
     store = workspace.store
     grampian = [load_goldset(p) for p in GRAMPIAN]
     natech = [load_goldset(NATECH)]

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                           weight_dense=1, weight_bm25=1),
                  "minmax": T.Config.of("hybrid", settings, fusion="minmax")}
     started = time.perf_counter()
-    workspace = Workspace(settings, store=store, embedder=embedder)
+    workspace = Workspace.open(settings, store=store, embedder=embedder)
     fetched = fetch_all(questions, [learned], "doc", settings, workspace)
     base_scores = score_configs(questions, list(baselines.values()), fetched, settings)
     quarter_of = quarters(paths)

@@ -98,13 +98,13 @@ def dump(index_dir: Path, out: Path) -> None:
         np.savez(vectors, questions=np.array(questions), vectors=get_embedder(settings).encode(questions))
     saved = np.load(vectors)
     exact_dense(store.Store)
-    workspace = Workspace(settings, embedder=FixedVectors(dict(zip(saved["questions"].tolist(), saved["vectors"]))))
+    workspace = Workspace.open(settings, embedder=FixedVectors(dict(zip(saved["questions"].tolist(), saved["vectors"]))))
     rankings = {}
     for goldset in sets:
         for q in goldset.queries:
             for mode in MODES:
                 for scope, filters in (("doc", {"doc_ids": [q.doc_id]}), ("all", None)):
-                    ranking = search(q.question, mode, 20, filters, settings, workspace=workspace)
+                    ranking = search(q.question, mode, 20, filters, workspace=workspace)
                     key = f"{goldset.name}/{q.query_id}/{mode}/{scope}"
                     rankings[key] = [[h.chunk.chunk_id, round(h.score, 6)] for h in ranking.hits]
                     rankings[key + "/pages"] = [p.unit for p in ranking.pages]

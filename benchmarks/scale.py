@@ -157,7 +157,7 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
         return value
 
     store = timed("open_store_s", lambda: open_store(settings))
-    workspace = Workspace(settings, store=store, load_embedder=lambda: _warm(get_embedder(settings)))
+    workspace = Workspace.open(settings, store=store, load_embedder=lambda: _warm(get_embedder(settings)))
     timed("read_all_chunks_s", workspace.chunks)
     # As serve's warm-up: Chroma reads its vector index in a thread beside the rest (its query
     # releases the GIL), so the first search does not pay for it; its own wall time is reported.
@@ -172,7 +172,7 @@ def restart_parts(settings: Settings, question: str) -> tuple[dict, object, obje
     # Learned fusion's page-, section- and chunk-level views, built from the chunk BM25 on first use.
     timed("page_section_views_s", lambda: workspace.corpus_views(workspace.lexical()))
     timed("dense_index_wait_s", dense.join)
-    ranking = timed("first_search_s", lambda: search(question, settings=settings, workspace=workspace))
+    ranking = timed("first_search_s", lambda: search(question, workspace=workspace))
     answered = time.perf_counter() - STARTED
     parts["first_search_stages_ms"] = {k: round(v * 1000, 1) for k, v in ranking.timings.items()}
     parts["rss_after_start_mb"] = peak_rss_mb()
@@ -199,11 +199,11 @@ def timed_searches(settings: Settings, workspace, questions: list[str]) -> dict:
     from ragloupe.retrieve.search import search
 
     for question in questions[-WARMUP:]:
-        search(question, settings=settings, workspace=workspace)
+        search(question, workspace=workspace)
     totals, without_embedding, stages, fused_by, cpu = [], [], {}, Counter(), []
     for question in questions[:-WARMUP]:
         start_cpu = time.process_time()
-        ranking = search(question, settings=settings, workspace=workspace)
+        ranking = search(question, workspace=workspace)
         cpu.append(time.process_time() - start_cpu)
         timings = ranking.timings
         fused_by[ranking.fusion.split(":")[0]] += 1
@@ -250,7 +250,7 @@ def dense_filter(index_dir: Path, samples: int = 12) -> dict:
 
     settings = settings_for(index_dir)
     store = open_store(settings)
-    workspace = Workspace(settings, store=store)
+    workspace = Workspace.open(settings, store=store)
     periods, table = workspace.periods(), workspace.chunk_table()
     labels = Counter(p.period.label for p in periods.values() if p.period)
     label = labels.most_common(1)[0][0]

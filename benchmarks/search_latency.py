@@ -135,7 +135,7 @@ def measure_scale(n: int, words: list[str], questions: list[str], query_vectors:
     store.set_content_marker(f"synthetic-{n}")
     insert_s = time.perf_counter() - start
     del chunks, vectors
-    workspace = Workspace(settings, store=store, embedder=PrecomputedQueries(query_vectors))
+    workspace = Workspace.open(settings, store=store, embedder=PrecomputedQueries(query_vectors))
     result: dict = {"chunks": n, "chroma_insert_s": round(insert_s, 1), "bm25_build_s": {}, "modes": {}}
     for backend in backends:
         run_settings = settings.replace(bm25_backend=backend)
@@ -148,11 +148,11 @@ def measure_scale(n: int, words: list[str], questions: list[str], query_vectors:
                 continue  # the dense engine does not use BM25: measure it once
             key = mode if mode == "dense" else f"{mode} [{backend}]"
             for question in questions[:3]:  # warm-up: caches, HNSW pages
-                search(question, mode, 10, settings=run_settings, workspace=workspace)
+                search(question, mode, 10, workspace=workspace.with_settings(run_settings))
             totals: list[float] = []
             stages: dict[str, list[float]] = {}
             for question in questions:
-                ranking = search(question, mode, 10, settings=run_settings, workspace=workspace)
+                ranking = search(question, mode, 10, workspace=workspace.with_settings(run_settings))
                 timings = ranking.timings
                 totals.append(timings["total"] - timings.get("query_embedding", 0.0))
                 for stage, seconds in timings.items():

@@ -41,7 +41,7 @@ def loaded(index_dir: Path):
     from ragloupe.workspace import Workspace
 
     settings = scale.settings_for(index_dir)
-    workspace = Workspace(settings, embedder=get_embedder(settings))
+    workspace = Workspace.open(settings, embedder=get_embedder(settings))
     start = time.perf_counter()
     workspace.corpus_views(workspace.lexical())
     workspace.periods()
@@ -82,7 +82,7 @@ def stage_times(settings, workspace, questions: list[str], repeat: int) -> dict:
     try:
         for question in questions * repeat:
             start_cpu = time.process_time()
-            ranking = search(question, settings=settings, workspace=workspace)
+            ranking = search(question, workspace=workspace)
             cpu.append(time.process_time() - start_cpu)
             for stage, seconds in ranking.timings.items():
                 stages.setdefault(stage, []).append(seconds)
@@ -104,7 +104,7 @@ def profiled(settings, workspace, questions: list[str], top: int) -> str:
     profile = cProfile.Profile()
     profile.enable()
     for question in questions:
-        search(question, settings=settings, workspace=workspace)
+        search(question, workspace=workspace)
     profile.disable()
     out = StringIO()
     pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(top)
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     settings, workspace, load_s = loaded(args.index)
     questions = scale.gold_questions()[: args.queries + WARMUP]
     for question in questions[-WARMUP:]:
-        search(question, settings=settings, workspace=workspace)
+        search(question, workspace=workspace)
     report = {"benchmark": "search_stages", "index": str(args.index), "chunks": workspace.store.count(),
               "code": code, "queries": len(questions) - WARMUP, "repeat": args.repeat,
               "load_s": round(load_s, 1), "stages": stage_times(settings, workspace, questions[:-WARMUP], args.repeat),

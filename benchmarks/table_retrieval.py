@@ -126,10 +126,10 @@ def write_report(folder: Path, name: str, rng: random.Random) -> tuple[Path, lis
 
 
 def score(settings: Settings, questions: list[dict], prefer: bool) -> list[dict]:
-    workspace = Workspace(settings, store=open_store(settings), embedder=get_embedder(settings))
+    workspace = Workspace.open(settings, store=open_store(settings), embedder=get_embedder(settings))
     out = []
     for q in questions:
-        ranking = search(q["question"], k=10, filters={"doc_ids": [q["doc_id"]]}, settings=settings,
+        ranking = search(q["question"], k=10, filters={"doc_ids": [q["doc_id"]]},
                          workspace=workspace, prefer_tables=prefer)
         ranks = [p.rank for p in ranking.pages if p.page == q["page"] and p.doc_id == q["doc_id"]]
         rank = ranks[0] if ranks and ranks[0] <= 10 else None

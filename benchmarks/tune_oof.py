@@ -44,6 +44,7 @@ bootstrap_environment()
 from ragloupe.evaluate import tuning as T  # noqa: E402
 from ragloupe.cli.tune_cmd import confirmation_paths  # noqa: E402
 from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
 
 BENCH = PROJECT_ROOT / "data/benchmarks"
 RESULTS = PROJECT_ROOT / "benchmarks/results/tune_oof.json"
@@ -111,7 +112,7 @@ def held_out_check(report: T.TuneReport, settings) -> dict:
         row = {}
         for name, (mode, s) in {"chosen": (chosen["mode"], configured),
                                 "bm25": ("bm25", settings.replace(query_analysis=False))}.items():
-            run = evaluate([load_goldset(path)], mode=mode, scope="doc", settings=s)
+            run = evaluate([load_goldset(path)], mode=mode, scope="doc", workspace=Workspace.open(s))
             row[name] = {"run_id": run.run_id, "n": run.data.get("n_queries", run.data.get("n_evaluated")),
                          **{k: run.aggregates[k] for k in ("hit@1", "hit@3", "recall@1", "recall@3", "mrr")
                             if k in run.aggregates}}
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         paths = tuning_goldsets(grampian_only=part == "all")
         confirm = confirmation_paths(args.confirm) if part == "families" else []
         report = T.tune(paths, scope="doc" if part == "families" else "all", space=args.space,
-                        settings=settings, chunking=args.chunking, confirm=confirm)
+                        chunking=args.chunking, confirm=confirm, workspace=Workspace.open(settings))
         entry = {**headline(report), "goldsets": [p.name for p in paths],
                  "confirmation_goldsets": [p.name for p in confirm],
                  "hit@1_by_quarter": quarters_oof(report, paths)}

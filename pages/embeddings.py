@@ -71,7 +71,7 @@ with page_errors():
 
         workspace = get_workspace(settings)
         store = workspace.store
-        ranking = search(question, mode=mode, k=int(k), settings=settings, workspace=workspace,
+        ranking = search(question, mode=mode, k=int(k), workspace=workspace,
                          filters={"doc_ids": list(chosen_docs)} if chosen_docs else None)
         hit_ids = [hit.chunk.chunk_id for hit in ranking.hits]
         query_xy = projection.place(workspace.query_vector(question)[None, :])

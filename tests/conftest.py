@@ -25,7 +25,7 @@ demo_index (session)
     Treat it as read-only: a test that adds or deletes documents must build
     its own small index instead. Its ``index_dir``/``runs_dir``/``raw_dir``
     are absolute tmp paths; pass the settings explicitly
-    (``search(..., settings=demo_index)``), or use ``demo_env``.
+    (``search(..., workspace=workspace_of(demo_index))``), or use ``demo_env``.
 
 workspace_of (session)
     ``workspace_of(settings)``: the session's Workspace of that index location
@@ -109,7 +109,7 @@ def workspace_of(embedder):
     """``workspace_of(settings)``: one Workspace (ragloupe.workspace) per index location for the
     session, with the session embedder, as a face keeps one: the tests that search or evaluate
     an index many times share its BM25, periods and corpus views instead of rebuilding them per
-    call (search() without a workspace builds one for that call alone)."""
+    call; each comes under the settings asked with (Workspace.with_settings)."""
     from ragloupe.workspace import Workspace
 
     held: dict[tuple, Workspace] = {}
@@ -117,8 +117,8 @@ def workspace_of(embedder):
     def of(settings: Settings) -> Workspace:
         key = (str(settings.path("index_dir")), settings.collection, settings.chroma_host, settings.chroma_port)
         if key not in held:
-            held[key] = Workspace(settings, embedder=embedder)
-        return held[key]
+            held[key] = Workspace.open(settings, embedder=embedder)
+        return held[key].with_settings(settings)
 
     return of
 

@@ -38,7 +38,7 @@ def small_index(tmp_path, small_corpus) -> Settings:
 
 
 def test_pairs_are_cut_from_document_text_with_a_negative_off_the_positive_page(small_index):
-    workspace = Workspace(small_index)
+    workspace = Workspace.open(small_index)
     made = P.make_pairs(list(workspace.chunks()), workspace.lexical(), P.PairRules())
     kinds = P.count_by_kind(made)
     assert kinds["title"] == 3 and kinds["sentence"] >= 3
@@ -54,7 +54,7 @@ def test_a_model_that_does_not_win_is_not_kept_and_the_index_is_as_it_was(small_
     settings = small_index.replace(adapt_max_steps=0)
     store = open_store(settings)
     fingerprint, manifest_before = store.fingerprint(), Manifest.load(settings)
-    outcome = adapt(settings, [tmp_path / "notes.gold.json"])
+    outcome = adapt(Workspace.open(settings), [tmp_path / "notes.gold.json"])
     assert not outcome.kept
     assert "MRR over all questions does not rise" in outcome.reason
     row = outcome.comparison["all"]
@@ -68,7 +68,7 @@ def test_a_model_that_does_not_win_is_not_kept_and_the_index_is_as_it_was(small_
 
 
 def test_an_adopted_model_embeds_the_index_and_encodes_the_questions(small_index, tmp_path):
-    outcome = adapt(small_index, [], keep_untested=True)
+    outcome = adapt(Workspace.open(small_index), [], keep_untested=True)
     assert outcome.kept and outcome.training["steps"] == 3
     record = json.loads((tmp_path / "index/models" / outcome.model / "training.json").read_text())
     assert record["pairs"]["title"] == 3 and len(record["loss_curve"]) == 3
@@ -79,17 +79,17 @@ def test_an_adopted_model_embeds_the_index_and_encodes_the_questions(small_index
     assert Manifest.load(reread).stale_reason(reread) is None
     store = open_store(reread)
     chunk_id = store.ids({"doc_id": "notes"})[0]
-    workspace = Workspace(reread, store=store)
+    workspace = Workspace.open(reread, store=store)
     stored = store.get_embeddings([chunk_id])[0]
     text = store.get_chunks([chunk_id])[0].search_text
     assert float(stored @ workspace.embedder.encode([text])[0]) == pytest.approx(1.0, abs=1e-4)
-    ranking = search("diesel generators after a power loss", mode="dense", settings=reread, workspace=workspace)
+    ranking = search("diesel generators after a power loss", mode="dense", workspace=workspace.with_settings(reread))
     assert ranking.hits
 
 
 def test_the_same_corpus_and_settings_reuse_the_saved_model(small_index, tmp_path):
-    first = adapt(small_index.replace(adapt_max_steps=1), [])
-    again = adapt(small_index.replace(adapt_max_steps=1), [])
+    first = adapt(Workspace.open(small_index.replace(adapt_max_steps=1)), [])
+    again = adapt(Workspace.open(small_index.replace(adapt_max_steps=1)), [])
     assert first.model == again.model and again.reused_model and not again.kept
 
 

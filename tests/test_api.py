@@ -14,6 +14,7 @@ from check_fixtures import (ANSWER, CONTRADICT_QUOTE, CONTRADICTED_SPAN, DOWN_MA
                             SOURCES, SUPPORT_QUOTE, SUPPORTED_SPAN, claim_checker)
 from llm_server import FakeLlmServer
 from ragloupe.evaluate.runs import evaluate
+from ragloupe.workspace import Workspace
 
 KEY = "test-key-7f3a"
 DOC = "Grampian-2020-2021"
@@ -31,7 +32,8 @@ def api(demo_index, tmp_path_factory):
         settings = demo_index.replace(runs_dir=root / "runs", logs_dir=root / "logs", raw_dir=root / "raw",
                                       llm_backend="ollama", ollama_base_url=llm.url, ollama_model="fake-model",
                                       llm_timeout_s=LLM_TIMEOUT_S, api_key=KEY, api_max_sources=5)
-        runs = [evaluate([root / "small.eval.json"], mode=mode, settings=settings).run_id for mode in ("bm25", "dense")]
+        runs = [evaluate([root / "small.eval.json"], mode=mode,
+                         workspace=Workspace.open(settings)).run_id for mode in ("bm25", "dense")]
         with ApiServer(settings, api_key=KEY) as server:
             server.runs = runs
             server.llm = llm

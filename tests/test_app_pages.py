@@ -24,6 +24,7 @@ from ragloupe.ingest.uploads import sanitise_filename, save_upload
 from ragloupe.ui.navigation import PAGES as NAVIGATION
 from ragloupe.ui.navigation import page_file
 from ragloupe.ui.text import highlight_html, md_escape, query_terms
+from ragloupe.workspace import Workspace
 
 ENTRY = PROJECT_ROOT / "app" / "streamlit_app.py"
 BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
@@ -236,7 +237,7 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env, workspace
     _search(app, gold_query.question, modes, k)
     table = app.dataframe[0].value
     rankings = {mode: search(gold_query.question, mode=mode, k=app_env.candidate_window,
-                             settings=app_env, workspace=workspace_of(app_env), explain=True) for mode in modes}
+                             workspace=workspace_of(app_env), explain=True) for mode in modes}
     top_units = {p.unit for r in rankings.values() for p in r.pages if p.rank <= k}
     # The doc column is left out when every row is from one document (the question names
     # its year, so only that year's report is searched): then that document is the doc.
@@ -283,7 +284,7 @@ def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env, workspac
     _search(app, question, modes, k, level="chunk")
     table = app.dataframe[0].value
     for mode in modes:
-        ranking = search(question, mode=mode, k=app_env.candidate_window, settings=app_env,
+        ranking = search(question, mode=mode, k=app_env.candidate_window,
                          workspace=workspace_of(app_env),
                          explain=True)
         where = {(h.chunk.doc_id, str(h.chunk.page), h.chunk.position): h for h in ranking.hits}
@@ -513,7 +514,7 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env, workspace_of):
     assert_clean(app)
     results = app.dataframe[0].value
     for mode in ("bm25", "dense"):
-        expected = evaluate([goldset], mode=mode, ks=[1, 3], scope="doc", settings=app_env,
+        expected = evaluate([goldset], mode=mode, ks=[1, 3], scope="doc",
                             workspace=workspace_of(app_env),
                             write=False).aggregates
         shown = results[results["mode"] == mode].iloc[0]
@@ -533,7 +534,7 @@ def test_failure_audit_page_shows_the_runs_codes(app_env, workspace_of):
     from ragloupe.evaluate.runs import evaluate
 
     report = evaluate([_smallest_goldset(app_env)], mode="bm25", ks=[1, 3], scope="doc",
-                      settings=app_env, workspace=workspace_of(app_env))
+                      workspace=workspace_of(app_env))
     app = run_page("failure_audit")
     misses = [q for q in report.data["queries"] if q["failure"]["code"] != "HIT"]
     figure = json.loads(app.get("plotly_chart")[0].proto.spec)
@@ -553,7 +554,7 @@ def test_failure_audit_opens_a_question_in_search_and_compare(app_env, workspace
     from ragloupe.evaluate.runs import evaluate
 
     report = evaluate([_smallest_goldset(app_env)], mode="bm25", ks=[1, 3], scope="doc",
-                      settings=app_env, workspace=workspace_of(app_env))
+                      workspace=workspace_of(app_env))
     app = AppTest.from_file(str(ENTRY), default_timeout=TIMEOUT)
     app.run()
     app.switch_page(page_file("failure_audit")).run()
@@ -600,14 +601,14 @@ def test_evaluation_compare_defaults_to_the_newest_runs_named_in_words(app_env, 
     from ragloupe.ui.tables import run_label
 
     goldset = _smallest_goldset(app_env)
-    older = [evaluate([goldset], mode=mode, ks=[1, 3], scope="doc", settings=app_env, workspace=workspace_of(app_env))
+    older = [evaluate([goldset], mode=mode, ks=[1, 3], scope="doc", workspace=workspace_of(app_env))
              for mode in ("bm25", "dense")]
     app = run_page("evaluation")
     assert selectbox(app, "Run B").value == older[-1].run_id
     assert selectbox(app, "Run A (baseline)").value == older[-2].run_id
     # A run made after the page was opened (another tab, the CLI): the same session's
     # Compare now defaults to it and the one before it, not to the choices it showed.
-    newest = evaluate([goldset], mode="hybrid", ks=[1, 3], scope="doc", settings=app_env,
+    newest = evaluate([goldset], mode="hybrid", ks=[1, 3], scope="doc",
                       workspace=workspace_of(app_env))
     app.run()
     assert_clean(app)
@@ -631,7 +632,7 @@ def test_evaluation_page_says_what_a_k_sweep_takes(app_env):
 def test_failure_audit_gives_the_gold_units_ranks_however_deep(app_env, workspace_of):
     from ragloupe.evaluate.runs import evaluate
 
-    report = evaluate([GRAMPIAN_GOLD], mode="bm25", ks=[1, 3], scope="doc", settings=app_env,
+    report = evaluate([GRAMPIAN_GOLD], mode="bm25", ks=[1, 3], scope="doc",
                       workspace=workspace_of(app_env))
     deepest = max((q for q in report.data["queries"] if q["first_relevant_rank"]),
                   key=lambda q: q["first_relevant_rank"])
@@ -702,7 +703,7 @@ def test_answer_page_shows_the_answer_its_screen_evidence_and_claims(demo_env, m
         button(app, "Check each claim with the LLM").click()
         app.run()
         assert_clean(app)
-        expected_answer = answer(question, search(question, mode="hybrid", k=4, settings=settings),
+        expected_answer = answer(question, search(question, mode="hybrid", k=4, workspace=Workspace.open(settings)),
                                  settings)
         expected_claims = check_claims(expected_answer, get_client(settings))
     expected = screen_answer(expected_answer)

@@ -301,7 +301,7 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     modes = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
     assert modes == ["dense", "bm25", "hybrid"]
     rankings = {mode: search(question.question, mode=mode, k=demo_index.candidate_window,
-                             settings=demo_index, workspace=workspace_of(demo_index), explain=True) for mode in modes}
+                             workspace=workspace_of(demo_index), explain=True) for mode in modes}
     rows = _grid_rows(page)
     assert len(rows) >= 10
     # With one document listed (the question names its year) the doc column is left out.
@@ -375,11 +375,11 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     natech = PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json"
     runs_settings = demo_index.replace(runs_dir=dirs["runs"])
     workspace = workspace_of(runs_settings)
-    first, second = (evaluate([natech], mode=mode, ks=[1, 3], settings=runs_settings, workspace=workspace)
+    first, second = (evaluate([natech], mode=mode, ks=[1, 3], workspace=workspace.with_settings(runs_settings))
                      for mode in ("bm25", "dense"))
     _open(page, f"{url}/evaluation", "Evaluation")
     assert _chosen(page, "Run B") == run_label(second)
-    third = evaluate([natech], mode="hybrid", ks=[1, 3], settings=runs_settings, workspace=workspace)
+    third = evaluate([natech], mode="hybrid", ks=[1, 3], workspace=workspace.with_settings(runs_settings))
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Run info").click()
     page.get_by_role("heading", name="Run info").wait_for()
     _settle(page)

@@ -11,6 +11,7 @@ from ragloupe.cli import main
 from ragloupe.config import Settings
 from ragloupe.errors import SettingsInvalid
 from ragloupe.index.manifest import Manifest
+from ragloupe.workspace import Workspace
 
 POWER = [("p1", "Generators", "Two diesel generators start within thirty seconds of a loss of mains power "
                               "and carry the cooling pumps for at least seventy-two hours.")]
@@ -47,11 +48,12 @@ def test_search_manifest_and_runs_stay_in_their_collection(two_collections, caps
     assert set(Manifest.load(beta).documents) == {"floods"}
     assert Manifest.load(two_collections).documents == {}  # the default collection got nothing
     for settings, doc in ((alpha, "power"), (beta, "floods")):
-        hits = search("pumps", mode="hybrid", k=5, settings=settings).hits
+        hits = search("pumps", mode="hybrid", k=5, workspace=Workspace.open(settings)).hits
         assert hits and {h.chunk.doc_id for h in hits} == {doc}
 
     _gold(alpha.path("benchmarks_dir") / "power.gold.json", "power", "p1", "How long do the generators run?")
-    report = evaluate([alpha.path("benchmarks_dir") / "power.gold.json"], mode="dense", ks=[1], settings=alpha)
+    report = evaluate([alpha.path("benchmarks_dir") / "power.gold.json"], mode="dense", ks=[1],
+                      workspace=Workspace.open(alpha))
     assert report.path.parent == alpha.path("runs_dir") and report.data["settings"]["collection"] == "alpha"
     assert report.data["metrics"]["all"]["hit@1"]["mean"] == 1.0
     assert not beta.path("runs_dir").exists() or not list(beta.path("runs_dir").glob("*.json"))

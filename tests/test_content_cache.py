@@ -28,7 +28,7 @@ def built_over_the_store(workspace: Workspace) -> dict[str, set[str]]:
 
 def test_chunks_are_read_once_and_shared_while_the_store_is_unchanged(tmp_path, embedder):
     settings = build_index(tmp_path, embedder)
-    workspace = Workspace(settings)
+    workspace = Workspace.open(settings)
     chunks = workspace.chunks()
 
     assert workspace.chunks() is chunks
@@ -39,7 +39,7 @@ def test_chunks_are_read_once_and_shared_while_the_store_is_unchanged(tmp_path, 
 
 def test_a_reindex_is_read_afresh_by_every_reader(tmp_path, embedder):
     settings = build_index(tmp_path, embedder).replace(unit_view="all")
-    reader = Workspace(settings, store=open_store(settings))  # long-lived, as the app's and the API's are
+    reader = Workspace.open(settings, store=open_store(settings))  # long-lived, as the app's and the API's are
     before = built_over_the_store(reader)
     assert "accounts-p1-0" not in before["chunks"]
 

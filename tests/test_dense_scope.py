@@ -13,7 +13,7 @@ QUESTION = "How much did NHS Grampian spend on capital in 2021/22?"
 
 
 def _opened(demo_index, embedder):
-    workspace = Workspace(demo_index, embedder=embedder)
+    workspace = Workspace.open(demo_index, embedder=embedder)
     return workspace, workspace.chunk_table(), workspace.query_vector(QUESTION)
 
 
@@ -31,7 +31,7 @@ def test_a_filter_that_keeps_one_small_document_still_returns_k_hits(demo_index,
     smallest, size = min(Counter(c.doc_id for c in workspace.chunks()).items(), key=lambda kv: kv[1])
     hits = engines.dense_search(workspace.store, vector, 10, {"doc_ids": [smallest]}, table)
     assert len(hits) == min(10, size) and {h.chunk.doc_id for h in hits} == {smallest}
-    ranking = search(QUESTION, "hybrid", 10, {"doc_ids": [smallest]}, demo_index, workspace=workspace)
+    ranking = search(QUESTION, "hybrid", 10, {"doc_ids": [smallest]}, workspace=workspace)
     assert len(ranking.hits) == min(10, size) and {h.chunk.doc_id for h in ranking.hits} == {smallest}
 
 
@@ -59,8 +59,8 @@ def test_a_search_asks_the_store_what_it_holds_once(demo_index, embedder):
     from ragloupe.index.store import open_store
 
     store = _CountingStore(open_store(demo_index))
-    workspace = Workspace(demo_index, store=store, embedder=embedder)
-    search(QUESTION, "hybrid", 10, None, demo_index, workspace=workspace)
+    workspace = Workspace.open(demo_index, store=store, embedder=embedder)
+    search(QUESTION, "hybrid", 10, None, workspace=workspace)
     store.fingerprints = 0
-    search(QUESTION, "hybrid", 10, None, demo_index, workspace=workspace)
+    search(QUESTION, "hybrid", 10, None, workspace=workspace)
     assert store.fingerprints == 1

@@ -20,7 +20,7 @@ QUESTIONS = ("What was the total capital expenditure in 2020/21?", "number of st
 
 
 def _hits(settings, workspace: Workspace, question: str) -> list[tuple]:
-    ranking = search(question, settings=settings, k=10, workspace=workspace)
+    ranking = search(question, k=10, workspace=workspace.with_settings(settings))
     return [(h.chunk.chunk_id, h.score) for h in ranking.hits]
 
 
@@ -49,13 +49,13 @@ def test_indexer_saves_chunks_views_periods_and_units(saved_copy):
 
 def test_fresh_workspace_loads_them_and_ranks_as_a_build(saved_copy, embedder, monkeypatch):
     store = open_store(saved_copy)
-    built = Workspace(saved_copy.replace(index_dir=saved_copy.path("index_dir").parent / "nowhere"),
+    built = Workspace.open(saved_copy.replace(index_dir=saved_copy.path("index_dir").parent / "nowhere"),
                       store=store, embedder=embedder)  # its saved copies would live elsewhere: it builds
     expected = {q: _hits(saved_copy, built, q) for q in QUESTIONS}
     for module, name in ((features, "build_views"), (doc_periods, "periods_of"), (units, "build_unit_index"),
                          (Store, "all_chunks")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("built instead of loaded"))
-    loaded = Workspace(saved_copy, store=store, embedder=embedder)
+    loaded = Workspace.open(saved_copy, store=store, embedder=embedder)
     loaded.open_dense_index()  # what a starting server runs beside its loads: from the saved chunks
 
     for question in QUESTIONS:
@@ -73,9 +73,9 @@ def test_a_damaged_saved_file_is_rebuilt_and_saved_again(saved_copy, embedder, t
                                     (settings.fiscal_year_start_month,), version=PERIODS_FORMAT)
     path.write_bytes(b"\x80\x05 not a whole pickle")
 
-    periods = Workspace(settings, store=store).periods()
+    periods = Workspace.open(settings, store=store).periods()
 
-    assert periods and periods == Workspace(saved_copy, store=open_store(saved_copy)).periods()
+    assert periods and periods == Workspace.open(saved_copy, store=open_store(saved_copy)).periods()
     assert derived_saved.load(settings, "periods", store.fingerprint(), (settings.fiscal_year_start_month,),
                               version=PERIODS_FORMAT) == periods
 

@@ -20,6 +20,7 @@ from ragloupe.index.remote_embedder import (EmbeddingServerBadOutput, EmbeddingS
                                             encoder_for)
 from ragloupe.retrieve import rerank
 from ragloupe.retrieve.search import search
+from ragloupe.workspace import Workspace
 
 TEXTS = ["flood defences on the river", "waiting times for planned care", "pump station B",
          "capital spending rose", "the board agreed a plan"]
@@ -109,7 +110,7 @@ def test_switching_to_a_server_backend_asks_for_a_rebuild_then_indexes_and_searc
         summary = run_index([small_corpus], settings, rebuild=True)
         assert summary.errors == [] and summary.chunks > 0
         server.requests.clear()
-        ranking = search("waiting times for planned care", mode="dense", k=3, settings=settings)
+        ranking = search("waiting times for planned care", mode="dense", k=3, workspace=Workspace.open(settings))
     assert [path for path, _ in server.requests] == ["/api/embed"]  # the question, embedded there
     assert ranking.hits and "waiting times" in ranking.hits[0].chunk.text
 

@@ -25,19 +25,20 @@ def _same(a, b) -> None:
 def test_search_is_replay_of_fetch_on_every_mode(demo_index, workspace_of, mode):
     workspace = workspace_of(demo_index)
     settings = demo_index.replace(ollama_base_url="http://127.0.0.1:9", rewrite_timeout_s=1.0)
-    ranking = search(QUESTION, mode, 5, SCOPE, settings, workspace=workspace)
-    candidates = fetch(QUESTION, mode, 5, SCOPE, settings, workspace=workspace)
+    ranking = search(QUESTION, mode, 5, SCOPE, workspace=workspace.with_settings(settings))
+    candidates = fetch(QUESTION, mode, 5, SCOPE, workspace=workspace.with_settings(settings))
     _same(ranking, replay(candidates, ReplayConfig.of(settings, mode, 5)))
     assert ranking.pages and ranking.hits
 
 
 def test_one_fetch_replays_other_settings_as_search_would(demo_index, workspace_of):
     workspace = workspace_of(demo_index)
-    candidates = fetch(QUESTION, "hybrid", 10, SCOPE, demo_index, workspace=workspace, unit_views=("all",))
+    candidates = fetch(QUESTION, "hybrid", 10, SCOPE,
+                       workspace=workspace.with_settings(demo_index), unit_views=("all",))
     for mode, changes in (("bm25", {}), ("dense", {}), ("hybrid", {"fusion": "rrf", "candidate_window": 50}),
                           ("hybrid", {"fusion": "minmax", "unit_view": "all", "page_aggregation": "sum"})):
         configured = demo_index.replace(**changes)
-        expected = search(QUESTION, mode, 10, SCOPE, configured, explain=True, workspace=workspace)
+        expected = search(QUESTION, mode, 10, SCOPE, explain=True, workspace=workspace.with_settings(configured))
         _same(expected, replay(candidates, ReplayConfig.of(configured, mode, 10)))
 
 

@@ -53,7 +53,7 @@ def test_embeddings_map_colours_a_runs_gold_units_by_outcome(demo_env, monkeypat
         {"query_id": "A", "question": "What was the Total Revenue Resource Limit for 2020/21?",
          "expected_pages": [28]},
         {"query_id": "B", "question": "How large is the area NHS Grampian covers?", "expected_pages": [6]}]}))
-    run = evaluate([gold], mode="bm25", ks=[1, 3], settings=demo_env, workspace=workspace_of(demo_env))
+    run = evaluate([gold], mode="bm25", ks=[1, 3], workspace=workspace_of(demo_env))
     outcomes = {"hit at 1" if q["first_relevant_rank"] == 1 else "in the top k"
                 if (q["first_relevant_rank"] or 99) <= 5 else "missed" for q in run.data["queries"]}
     app = run_page("embeddings")

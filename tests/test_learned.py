@@ -10,7 +10,7 @@ from ragloupe.retrieve.search import search
 def test_every_hit_carries_its_rrf_score_whatever_fusion_ranked_it(demo_index, workspace_of):
     s = demo_index.replace(fusion="minmax", weight_dense=1.5, weight_bm25=1.0, rrf_k=60)
     ranking = search("What was the Core Revenue Resource Limit for 2020/21?", mode="hybrid", k=20,
-                     filters={"doc_ids": ["Grampian-2020-2021"]}, settings=s, workspace=workspace_of(s))
+                     filters={"doc_ids": ["Grampian-2020-2021"]}, workspace=workspace_of(s))
     assert ranking.fusion == "minmax"
     for hit in ranking.hits:
         expected = sum(weight / (60 + hit.per_engine[engine].rank)
@@ -84,7 +84,7 @@ def test_search_explains_each_learned_hit_exactly(trainer, demo_index, tmp_path,
     path.write_text(learned.to_json(trainer.fit(np.arange(len(trainer.questions)))), encoding="utf-8")
     s = demo_index.replace(fusion="learned", learned_model=str(path), candidate_window=50)
     ranking = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=10,
-                     filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
+                     filters={"doc_ids": ["Grampian-2021-2022"]}, workspace=workspace_of(s))
     assert ranking.fusion == "learned"
     logits = [h.learned.logit for h in ranking.hits]
     assert logits == sorted(logits, reverse=True)
@@ -141,14 +141,14 @@ def test_records_are_fused_by_the_fallback_the_report_pages_by_the_learned_model
     s = demo_index.replace(fusion="learned", learned_model="", learned_fallback="minmax")
     assert learned.load(s).units == "page"
     pages = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
-                   filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
+                   filters={"doc_ids": ["Grampian-2021-2022"]}, workspace=workspace_of(s))
     assert pages.fusion == "learned" and all(h.learned is not None for h in pages.hits)
     records = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
-                     filters={"doc_ids": ["guidance"]}, settings=s, workspace=workspace_of(s))
+                     filters={"doc_ids": ["guidance"]}, workspace=workspace_of(s))
     assert records.fusion.startswith("minmax (learned fusion was trained on pages")
     assert all(h.learned is None for h in records.hits)
     plain = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
-                   filters={"doc_ids": ["guidance"]}, settings=s.replace(fusion="minmax"), workspace=workspace_of(s))
+                   filters={"doc_ids": ["guidance"]}, workspace=workspace_of(s.replace(fusion="minmax")))
     assert [h.chunk.chunk_id for h in records.hits] == [h.chunk.chunk_id for h in plain.hits]
 
 
@@ -164,10 +164,10 @@ def test_a_model_trained_on_records_ranks_records_and_leaves_pages_to_the_fallba
     path.write_text(learned.to_json(model), encoding="utf-8")
     s = demo_index.replace(fusion="learned", learned_model=str(path), learned_fallback="rrf")
     records = search("How should flooding be considered in a natech risk assessment?", mode="hybrid", k=5,
-                     filters={"doc_ids": ["guidance"]}, settings=s, workspace=workspace_of(s))
+                     filters={"doc_ids": ["guidance"]}, workspace=workspace_of(s))
     assert records.fusion == records.fused_by == "learned" and records.fusion_fallback == ""
     pages = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
-                   filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
+                   filters={"doc_ids": ["Grampian-2021-2022"]}, workspace=workspace_of(s))
     assert pages.fusion.startswith("rrf (learned fusion was trained on records")
     # the fusion that ranked, by name, and why it is not the configured one: what a view shows as chosen
     assert pages.fused_by == "rrf" and pages.fusion_fallback.startswith("learned fusion was trained on records")
@@ -176,7 +176,7 @@ def test_a_model_trained_on_records_ranks_records_and_leaves_pages_to_the_fallba
 def test_a_model_that_does_not_fit_the_settings_falls_back_and_says_why(demo_index, workspace_of):
     s = demo_index.replace(fusion="learned", learned_model="", bm25_k1=0.9, learned_fallback="rrf")
     ranking = search("How much did NHS Grampian spend on capital in 2021/22?", mode="hybrid", k=5,
-                     filters={"doc_ids": ["Grampian-2021-2022"]}, settings=s, workspace=workspace_of(s))
+                     filters={"doc_ids": ["Grampian-2021-2022"]}, workspace=workspace_of(s))
     assert ranking.fusion == ("rrf (the learned fusion model does not fit: "
                               "it assumes bm25_k1=1.5 and bm25_k1=0.9 is in force)")
     assert all(h.learned is None for h in ranking.hits)

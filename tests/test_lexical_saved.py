@@ -51,7 +51,7 @@ def test_index_run_saves_bm25_that_a_fresh_load_ranks_as_a_build(indexed_copy, m
                                 backend=indexed_copy.bm25_backend)
     # The search path must load it, not tokenize the corpus again.
     monkeypatch.setattr(lexical, "build_index", lambda *a, **k: pytest.fail("built instead of loaded"))
-    loaded = Workspace(indexed_copy, store=store).lexical()
+    loaded = Workspace.open(indexed_copy, store=store).lexical()
     assert [c.chunk_id for c in loaded.chunks] == [c.chunk_id for c in built.chunks]
     for question in QUESTIONS:
         assert _ranking(loaded, question) == _ranking(built, question)

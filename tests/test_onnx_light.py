@@ -40,7 +40,7 @@ def both_paths(embedder):
 
 def test_opened_encoder_gives_the_loaded_encoders_vectors_byte_for_byte(both_paths, demo_index):
     loaded, opened, _ = both_paths
-    chunks = [c.text for c in Workspace(demo_index).chunks()[:24]]
+    chunks = [c.text for c in Workspace.open(demo_index).chunks()[:24]]
     texts = TEXTS + chunks
 
     assert opened is not None and opened.path == loaded.path

@@ -13,6 +13,7 @@ from ragloupe.retrieve.expansion import bm25_expansion
 from ragloupe.retrieve.query_analysis import (
     FEATURES, Period, analyze, document_period, match_features, prefer_period)
 from ragloupe.retrieve.search import search
+from ragloupe.workspace import Workspace
 
 FY_2020_21 = Period(2020, 2021)
 
@@ -147,12 +148,12 @@ def test_document_period_of_each_demo_report(demo_index):
 def test_whole_index_question_goes_to_its_years_report(demo_index, workspace_of):
     """Real reports: a question naming its year is answered from that year's report only."""
     question = "What was the Core Capital Resource Limit for the year ended 31 March 2022?"
-    ranking = search(question, k=10, settings=demo_index,
+    ranking = search(question, k=10,
                      workspace=workspace_of(demo_index), query_analysis=True, period_filter=True)
     assert ranking.filters["doc_ids"] == ["Grampian-2021-2022"]
     assert {h.chunk.doc_id for h in ranking.hits} == {"Grampian-2021-2022"}
     assert all(h.doc_period == "2021/22" and h.period_match == 1.0 for h in ranking.hits)
-    undated = search("What is a Natech accident?", k=10, settings=demo_index, workspace=workspace_of(demo_index),
+    undated = search("What is a Natech accident?", k=10, workspace=workspace_of(demo_index),
                      query_analysis=True, period_filter=True)
     assert "doc_ids" not in undated.filters and undated.hits[0].chunk.doc_id == "guidance"
 
@@ -194,11 +195,11 @@ def _rank(ranking, chunk_id: str) -> int:
     "How much in efficiency savings was delivered in the year ended 31 March 2021?",
 ])
 def test_period_boost_prefers_the_report_of_the_named_year(two_years, question):
-    plain = search(question, "hybrid", 6, settings=two_years, query_analysis=False)
+    plain = search(question, "hybrid", 6, query_analysis=False, workspace=Workspace.open(two_years))
     assert plain.hits[0].chunk.chunk_id == "board-b-p2"  # the wrong year wins on words
     assert plain.hits[0].period_match is None and plain.query_analysis == {}
-    analysed = search(question, "hybrid", 6, settings=two_years, query_analysis=True,
-                      period_filter=False, period_boost=1.0)
+    analysed = search(question, "hybrid", 6, query_analysis=True,
+                      period_filter=False, period_boost=1.0, workspace=Workspace.open(two_years))
     top = analysed.hits[0]
     assert top.chunk.doc_id == "board-a"
     assert _rank(analysed, "board-a-p2") < _rank(analysed, "board-b-p2")
@@ -209,7 +210,7 @@ def test_period_boost_prefers_the_report_of_the_named_year(two_years, question):
 
 def test_period_filter_searches_only_the_report_of_the_named_year(two_years):
     ranking = search("How much in efficiency savings was delivered in 2020/21?", "hybrid", 6,
-                     settings=two_years, query_analysis=True, period_filter=True)
+                     query_analysis=True, period_filter=True, workspace=Workspace.open(two_years))
     assert ranking.filters["doc_ids"] == ["board-a"]
     assert ranking.query_analysis["period_scope"] == ["board-a"]
     assert {h.chunk.doc_id for h in ranking.hits} == {"board-a"}
@@ -217,24 +218,24 @@ def test_period_filter_searches_only_the_report_of_the_named_year(two_years):
 
 def test_period_filter_leaves_a_document_filter_alone(two_years):
     ranking = search("How much in efficiency savings was delivered in 2020/21?", "hybrid", 6,
-                     filters={"doc_ids": ["board-b"]}, settings=two_years,
-                     query_analysis=True, period_filter=True)
+                     filters={"doc_ids": ["board-b"]},
+                     query_analysis=True, period_filter=True, workspace=Workspace.open(two_years))
     assert ranking.filters["doc_ids"] == ["board-b"] and ranking.query_analysis["period_scope"] == []
     assert ranking.hits[0].chunk.chunk_id == "board-b-p2"
 
 
 def test_period_filter_searches_everything_when_no_document_is_of_that_year(two_years):
     ranking = search("How much in efficiency savings was delivered in 2016/17?", "hybrid", 9,
-                     settings=two_years, query_analysis=True, period_filter=True)
+                     query_analysis=True, period_filter=True, workspace=Workspace.open(two_years))
     assert "doc_ids" not in ranking.filters
     assert {h.chunk.doc_id for h in ranking.hits} == {"board-a", "board-b", "guidance"}
 
 
 def test_search_without_a_period_keeps_the_order(two_years):
     question = "How much in efficiency savings was delivered?"
-    plain = search(question, "hybrid", 9, settings=two_years, query_analysis=False)
-    analysed = search(question, "hybrid", 9, settings=two_years, query_analysis=True,
-                      period_filter=True, period_boost=1.0)
+    plain = search(question, "hybrid", 9, query_analysis=False, workspace=Workspace.open(two_years))
+    analysed = search(question, "hybrid", 9, query_analysis=True,
+                      period_filter=True, period_boost=1.0, workspace=Workspace.open(two_years))
     assert [h.chunk.chunk_id for h in analysed.hits] == [h.chunk.chunk_id for h in plain.hits]
     assert [h.score for h in analysed.hits] == [h.score for h in plain.hits]
     assert all(h.period_match is None for h in analysed.hits)
@@ -249,9 +250,10 @@ def test_bm25_with_analysis_meets_the_period_written_another_way(tmp_path, embed
                         "Ward refurbishment was completed on time."], start=1)]
     settings = build_index(tmp_path, embedder, chunks)
     question = "What was agency staff spending on nursing in 2020/21?"
-    plain = search(question, "bm25", 3, settings=settings, query_analysis=True, query_expansion=False)
+    plain = search(question, "bm25", 3, query_analysis=True, query_expansion=False, workspace=Workspace.open(settings))
     assert plain.hits[0].chunk.chunk_id == "c1"
-    analysed = search(question, "bm25", 3, settings=settings, query_analysis=True, query_expansion=True)
+    analysed = search(question, "bm25", 3, query_analysis=True, query_expansion=True,
+                      workspace=Workspace.open(settings))
     assert analysed.hits[0].chunk.chunk_id == "c2"
     assert "2020/2021" in analysed.query_analysis["bm25_expansion"]
 

@@ -33,14 +33,14 @@ def test_blend_weight_zero_keeps_the_prior_order_and_one_takes_the_readers():
 def test_openai_reader_moves_the_passage_it_says_yes_to_first_and_search_equals_replay(demo_index, workspace_of):
     workspace = workspace_of(demo_index)
     question = "What was the total revenue for the year?"
-    plain = search(question, mode="hybrid", k=10, settings=demo_index, workspace=workspace)
+    plain = search(question, mode="hybrid", k=10, workspace=workspace.with_settings(demo_index))
     third = plain.hits[2].chunk
     marker = passage_text(third, 600)[:120]
 
     with FakeLlmServer(lambda path, body: _openai_yes_no(marker in prompt_of(body))) as server:
         settings = demo_index.replace(llm_backend="openai", openai_base_url=server.url, openai_model="fake-model",
                                       reader_window=5, reader_weight=1.0)
-        read = search(question, mode="hybrid+read", k=10, settings=settings, workspace=workspace)
+        read = search(question, mode="hybrid+read", k=10, workspace=workspace.with_settings(settings))
         asked = len(server.requests)
         replayed = replay(fetch(question, "hybrid+read", 10, None, settings, workspace=workspace), settings)
 
@@ -55,7 +55,7 @@ def test_openai_reader_moves_the_passage_it_says_yes_to_first_and_search_equals_
 def test_a_server_without_logprobs_is_asked_once_for_a_listwise_order(demo_index, workspace_of):
     workspace = workspace_of(demo_index)
     question = "How many staff did the organisation employ?"
-    plain = search(question, mode="hybrid", k=10, settings=demo_index, workspace=workspace)
+    plain = search(question, mode="hybrid", k=10, workspace=workspace.with_settings(demo_index))
 
     def handler(path, body):
         return chat_reply(path, "3, 1" if "List the numbers" in prompt_of(body) else "Yes")
@@ -63,7 +63,7 @@ def test_a_server_without_logprobs_is_asked_once_for_a_listwise_order(demo_index
     with FakeLlmServer(handler) as server:
         settings = demo_index.replace(llm_backend="ollama", ollama_base_url=server.url, ollama_model="fake-model",
                                       reader_window=4, reader_weight=1.0)
-        read = search(question, mode="hybrid+read", k=10, settings=settings, workspace=workspace)
+        read = search(question, mode="hybrid+read", k=10, workspace=workspace.with_settings(settings))
     # One yes/no request found no log-probabilities; one listwise request ordered the four.
     assert len(server.requests) == 2 and server.requests[0][1]["logprobs"] is True
     assert [h.chunk.chunk_id for h in read.hits[:4]] == [plain.hits[i].chunk.chunk_id for i in (2, 0, 1, 3)]
@@ -83,7 +83,7 @@ def test_an_unreachable_llm_leaves_fusions_order_and_the_ranking_says_why(demo_i
     workspace = workspace_of(demo_index)
     question = "What was the total revenue for the year?"
     settings = demo_index.replace(llm_backend="ollama", ollama_base_url="http://127.0.0.1:9", llm_timeout_s=2.0)
-    plain = search(question, mode="hybrid", k=10, settings=settings, workspace=workspace)
-    read = search(question, mode="hybrid+read", k=10, settings=settings, workspace=workspace)
+    plain = search(question, mode="hybrid", k=10, workspace=workspace.with_settings(settings))
+    read = search(question, mode="hybrid+read", k=10, workspace=workspace.with_settings(settings))
     assert [h.chunk.chunk_id for h in read.hits] == [h.chunk.chunk_id for h in plain.hits]
     assert read.reranker.startswith("reader:ollama:") and "unavailable" in read.reranker

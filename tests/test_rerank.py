@@ -8,6 +8,7 @@ from retrieval_corpus import build_index
 from ragloupe.models import Chunk
 from ragloupe.retrieve import rerank
 from ragloupe.retrieve.search import search
+from ragloupe.workspace import Workspace
 
 
 def _chunk(cid: str, text: str, section: str = "") -> Chunk:
@@ -70,14 +71,14 @@ def test_reorder_reports_rank_change_and_keeps_ties_in_old_order():
 
 def test_lexical_rerank_setting_applies_in_plain_hybrid(tmp_path, embedder):
     settings = build_index(tmp_path, embedder)
-    plain = search("pipes of DN50 and 10 mm walls", "hybrid", 5, settings=settings)
-    reranked = search("pipes of DN50 and 10 mm walls", "hybrid", 5, settings=settings,
-                      lexical_rerank=True)
+    plain = search("pipes of DN50 and 10 mm walls", "hybrid", 5, workspace=Workspace.open(settings))
+    reranked = search("pipes of DN50 and 10 mm walls", "hybrid", 5,
+                      lexical_rerank=True, workspace=Workspace.open(settings))
     assert plain.reranker == "" and all(h.rerank_change is None for h in plain.hits)
     assert reranked.reranker == "lexical"
     assert reranked.hits[0].chunk.chunk_id == "guidance-4.6.1"
     before = {h.chunk.chunk_id: h.rank for h in search(
-        "pipes of DN50 and 10 mm walls", "hybrid", 12, settings=settings).hits}
+        "pipes of DN50 and 10 mm walls", "hybrid", 12, workspace=Workspace.open(settings)).hits}
     for hit in reranked.hits:
         assert hit.rerank_change == before[hit.chunk.chunk_id] - hit.rank
         assert hit.score == hit.rerank_score
@@ -132,8 +133,8 @@ def test_cross_encoder_scores_follow_the_model_order(tiny_cross_encoder):
 def test_cross_encoder_mode_reorders_the_fused_list(tmp_path, embedder, tiny_cross_encoder):
     settings = build_index(tmp_path, embedder).replace(cross_encoder_model=tiny_cross_encoder)
     query = "hazardous sites and flood damage"
-    fused = search(query, "hybrid", 12, settings=settings)
-    reranked = search(query, "hybrid+rerank", 12, settings=settings)
+    fused = search(query, "hybrid", 12, workspace=Workspace.open(settings))
+    reranked = search(query, "hybrid+rerank", 12, workspace=Workspace.open(settings))
     assert reranked.reranker == f"cross-encoder:{tiny_cross_encoder}"
     before = {h.chunk.chunk_id: h.rank for h in fused.hits}
     expected = _logits(tiny_cross_encoder, query, [h.chunk.text for h in fused.hits])

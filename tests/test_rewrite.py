@@ -10,6 +10,7 @@ from llm_server import FakeLlmServer, Reply, chat_reply
 from retrieval_corpus import build_index
 from ragloupe.retrieve.rewrite import clean_reply, protected_terms, restore_terms, rewrite_query
 from ragloupe.retrieve.search import search
+from ragloupe.workspace import Workspace
 
 
 def ollama_settings(settings, url: str, **changes):
@@ -114,7 +115,7 @@ def test_search_with_rewrite_records_it_on_the_ranking(tmp_path, embedder):
     base = build_index(tmp_path, embedder)
     with FakeLlmServer(replying("lightning and flood triggered releases from storage tanks")) as server:
         ranking = search("What natural events cause tank spills?", "hybrid+rewrite", 5,
-                         settings=ollama_settings(base, server.url))
+                         workspace=Workspace.open(ollama_settings(base, server.url)))
     assert ranking.rewrite_used
     assert ranking.rewrite == "lightning and flood triggered releases from storage tanks"
     assert "rewrite" in ranking.timings
@@ -124,7 +125,7 @@ def test_search_with_rewrite_records_it_on_the_ranking(tmp_path, embedder):
 
 def test_search_with_rewrite_still_answers_without_an_llm(tmp_path, embedder):
     settings = build_index(tmp_path, embedder)  # llm_backend="none"
-    ranking = search("Seveso directive", "bm25+rewrite", 3, settings=settings)
+    ranking = search("Seveso directive", "bm25+rewrite", 3, workspace=Workspace.open(settings))
     assert not ranking.rewrite_used and ranking.rewrite is None
     assert "no LLM is configured" in ranking.rewrite_note
     assert ranking.hits[0].chunk.chunk_id == "guidance-1"

@@ -10,6 +10,7 @@ from ragloupe.errors import RunNotFound
 from ragloupe.evaluate.compare import compare
 from ragloupe.evaluate.goldset import load_goldset
 from ragloupe.evaluate.runs import canonical_json, evaluate, list_runs, load_run
+from ragloupe.workspace import Workspace
 
 QUESTIONS = [
     {"query_id": "Q_2021_FIN_05", "question": "What was the Total Revenue Resource Limit for 2020/21?",
@@ -41,7 +42,7 @@ def run_settings(demo_index, tmp_path_factory):
 @pytest.fixture(scope="module")
 def hybrid_run(gold_path, run_settings, workspace_of):
     """One hybrid run shared by the read-only tests below (the only run written to runs_dir)."""
-    return evaluate([gold_path], mode="hybrid", ks=(1, 3, 5), settings=run_settings,
+    return evaluate([gold_path], mode="hybrid", ks=(1, 3, 5),
                     workspace=workspace_of(run_settings))
 
 
@@ -56,7 +57,7 @@ def test_report_is_written_under_runs_dir(hybrid_run, run_settings):
 
 def test_repeated_run_gives_byte_identical_report_apart_from_timings(hybrid_run, gold_path, run_settings, workspace_of):
     first_bytes = hybrid_run.path.read_bytes()
-    again = evaluate([gold_path], mode="hybrid", ks=(1, 3, 5), settings=run_settings,
+    again = evaluate([gold_path], mode="hybrid", ks=(1, 3, 5),
                      workspace=workspace_of(run_settings))
     assert again.run_id == hybrid_run.run_id
     strip = lambda raw: canonical_json({k: v for k, v in json.loads(raw).items() if k != "timings"})  # noqa: E731
@@ -116,7 +117,7 @@ def test_rank_survival_never_decreases(hybrid_run):
 
 def test_record_level_gold_set_is_evaluated_on_records(run_settings, workspace_of):
     gold = Path(__file__).resolve().parents[1] / "data/benchmarks/natech/guidance.gold.json"
-    report = evaluate([gold], mode="bm25", ks=(1, 5), settings=run_settings,
+    report = evaluate([gold], mode="bm25", ks=(1, 5),
                       workspace=workspace_of(run_settings), write=False)
     assert report.data["findings"] == []
     assert all(q["failure"]["code"] != "FP1" for q in report.data["queries"])
@@ -143,7 +144,7 @@ def test_run_compared_with_itself_shows_no_difference(hybrid_run):
 
 
 def test_compare_lists_improved_queries(hybrid_run, gold_path, run_settings, workspace_of):
-    dense = evaluate([gold_path], mode="dense", ks=(1, 3, 5), settings=run_settings,
+    dense = evaluate([gold_path], mode="dense", ks=(1, 3, 5),
                      workspace=workspace_of(run_settings), write=False)
     result = compare(dense, hybrid_run)
     ranks = {q["query_id"]: (q["first_relevant_rank"], _by_id(hybrid_run)[q["query_id"]]["first_relevant_rank"])
@@ -163,7 +164,8 @@ def test_answers_get_generation_codes(gold_path, run_settings):
     with FakeLlmServer(reply) as server:
         settings = run_settings.replace(llm_backend="ollama", ollama_base_url=server.url,
                                         ollama_model="fake-model", llm_timeout_s=5.0)
-        report = evaluate([gold_path], mode="hybrid", ks=(1,), settings=settings, answers=True, write=False)
+        report = evaluate([gold_path], mode="hybrid", ks=(1,), answers=True, write=False,
+                          workspace=Workspace.open(settings))
     codes = {q["query_id"]: q["answer"]["failure"]["code"] for q in report.data["queries"]}
     assert codes["Q_2021_FIN_05"] == "HIT"
     assert codes["Q_2021_STR_01"] == "FP6"
@@ -214,10 +216,12 @@ def test_each_query_keeps_its_rewritten_and_final_query_and_retrieved_chunk_ids(
     with FakeLlmServer(lambda path, request: chat_reply(path, rewrite)) as server:
         settings = run_settings.replace(llm_backend="ollama", ollama_base_url=server.url,
                                         ollama_model="fake-model", llm_timeout_s=5.0)
-        report = evaluate([gold_path], mode="hybrid+rewrite", ks=(1, 3), settings=settings, write=False)
+        report = evaluate([gold_path], mode="hybrid+rewrite", ks=(1, 3), write=False,
+                          workspace=Workspace.open(settings))
         question = QUESTIONS[0]["question"]
         expected = rewrite_query(question, settings)
-        ranking = search(question, "hybrid+rewrite", 100, {"doc_ids": [QUESTIONS[0]["doc_id"]]}, settings)
+        ranking = search(question, "hybrid+rewrite", 100, {"doc_ids": [QUESTIONS[0]["doc_id"]]},
+                         workspace=Workspace.open(settings))
     entry = _by_id(report)["Q_2021_FIN_05"]
     assert entry["query_path"]["question"] == question
     assert entry["query_path"]["rewritten"] == expected.rewrite and rewrite in expected.rewrite

@@ -19,7 +19,7 @@ def small_index(tmp_path_factory, embedder):
 
 
 def test_hybrid_hit_carries_each_engine_rank_and_raw_score(small_index):
-    ranking = search("revenue resource limit underspend", "hybrid", 5, settings=small_index)
+    ranking = search("revenue resource limit underspend", "hybrid", 5, workspace=Workspace.open(small_index))
     top = ranking.hits[0]
     assert top.chunk.chunk_id == "report-p2-0"
     assert set(top.per_engine) == {"dense", "bm25"}
@@ -30,7 +30,7 @@ def test_hybrid_hit_carries_each_engine_rank_and_raw_score(small_index):
 
 
 def test_chunk_bm25_did_not_list_shows_rank_none_not_zero(small_index):
-    ranking = search("revenue resource limit underspend", "hybrid", 10, settings=small_index)
+    ranking = search("revenue resource limit underspend", "hybrid", 10, workspace=Workspace.open(small_index))
     absent = [h for h in ranking.hits if h.per_engine["bm25"].rank is None]
     assert absent, "the dense list reaches chunks sharing no word with the query"
     assert all(h.per_engine["bm25"].score is None for h in absent)
@@ -38,7 +38,7 @@ def test_chunk_bm25_did_not_list_shows_rank_none_not_zero(small_index):
 
 
 def test_dense_similarity_is_one_minus_distance_within_range(small_index):
-    ranking = search("flood debris damaging pipes", "dense", 12, settings=small_index)
+    ranking = search("flood debris damaging pipes", "dense", 12, workspace=Workspace.open(small_index))
     for hit in ranking.hits:
         view = hit.per_engine["dense"]
         assert -1.0 <= view.score <= 1.0
@@ -47,7 +47,7 @@ def test_dense_similarity_is_one_minus_distance_within_range(small_index):
 
 
 def test_margin_is_the_drop_to_the_next_hit(small_index):
-    ranking = search("hazardous sites directive", "hybrid", 12, settings=small_index)
+    ranking = search("hazardous sites directive", "hybrid", 12, workspace=Workspace.open(small_index))
     hits = ranking.hits
     for hit, following in zip(hits, hits[1:]):
         assert hit.margin == pytest.approx(hit.score - following.score)
@@ -55,24 +55,24 @@ def test_margin_is_the_drop_to_the_next_hit(small_index):
 
 
 def test_single_engine_mode_reports_only_its_engine_unless_explained(small_index):
-    plain = search("ISO 31000 risk management", "bm25", 3, settings=small_index)
+    plain = search("ISO 31000 risk management", "bm25", 3, workspace=Workspace.open(small_index))
     assert set(plain.hits[0].per_engine) == {"bm25"}
     assert plain.hits[0].fused_score is None
-    explained = search("ISO 31000 risk management", "bm25", 3, settings=small_index, explain=True)
+    explained = search("ISO 31000 risk management", "bm25", 3, explain=True, workspace=Workspace.open(small_index))
     assert set(explained.hits[0].per_engine) == {"dense", "bm25"}
     assert [h.chunk.chunk_id for h in explained.hits] == [h.chunk.chunk_id for h in plain.hits]
 
 
 @pytest.mark.parametrize("mode", [m for m in MODES if "rewrite" not in m])
 def test_every_mode_ranks_the_obvious_chunk_first(small_index, mode):
-    ranking = search("Seveso III Directive 2012/18/EU major accidents", mode, 5, settings=small_index)
+    ranking = search("Seveso III Directive 2012/18/EU major accidents", mode, 5, workspace=Workspace.open(small_index))
     assert ranking.mode == mode
     assert ranking.hits[0].chunk.chunk_id == "guidance-1"
     assert [h.rank for h in ranking.hits] == list(range(1, len(ranking.hits) + 1))
 
 
 def test_timings_cover_each_stage_that_ran(small_index):
-    ranking = search("capital expenditure hospital", "hybrid+rerank", 5, settings=small_index)
+    ranking = search("capital expenditure hospital", "hybrid+rerank", 5, workspace=Workspace.open(small_index))
     assert {"query_embedding", "dense", "bm25", "fusion", "rerank", "total"} <= set(ranking.timings)
     stages = {name: s for name, s in ranking.timings.items() if name != "total"}
     assert ranking.timings["total"] >= max(stages.values()) > 0  # each stage is timed inside the total
@@ -80,7 +80,7 @@ def test_timings_cover_each_stage_that_ran(small_index):
 
 def test_document_filter_scopes_both_engines(small_index):
     ranking = search("hazardous materials accidents", "hybrid", 10, {"doc_ids": ["guidance"]},
-                     settings=small_index)
+                     workspace=Workspace.open(small_index))
     assert ranking.hits and all(h.chunk.doc_id == "guidance" for h in ranking.hits)
     bm25_ranks = sorted(h.per_engine["bm25"].rank for h in ranking.hits if h.per_engine["bm25"].rank)
     assert bm25_ranks[0] == 1  # ranked within the scope, not the survivors of a global list
@@ -89,14 +89,14 @@ def test_document_filter_scopes_both_engines(small_index):
 
 def test_page_and_quality_filters_scope_both_engines(small_index):
     ranking = search("performance standard March", "hybrid", 10,
-                     {"doc_ids": "report", "pages": (2, 4), "quality": ["clean"]}, settings=small_index)
+                     {"doc_ids": "report", "pages": (2, 4), "quality": ["clean"]}, workspace=Workspace.open(small_index))
     assert ranking.hits
     assert {(h.chunk.page, h.chunk.quality) for h in ranking.hits} <= {(2, "clean"), (3, "clean")}
 
 
 def test_fusion_sees_the_whole_window_not_the_top_k(small_index):
-    wide = search("NHS Grampian hospital", "hybrid", 10, settings=small_index)
-    narrow = search("NHS Grampian hospital", "hybrid", 1, settings=small_index)
+    wide = search("NHS Grampian hospital", "hybrid", 10, workspace=Workspace.open(small_index))
+    narrow = search("NHS Grampian hospital", "hybrid", 1, workspace=Workspace.open(small_index))
     assert len(narrow.hits) == 1
     assert narrow.hits[0].chunk.chunk_id == wide.hits[0].chunk.chunk_id
     assert narrow.hits[0].score == wide.hits[0].score
@@ -104,7 +104,8 @@ def test_fusion_sees_the_whole_window_not_the_top_k(small_index):
 
 
 def test_page_view_is_built_from_the_whole_candidate_window(small_index):
-    ranking = search("vaccination and staff wellbeing in the pandemic", "hybrid", 1, settings=small_index)
+    ranking = search("vaccination and staff wellbeing in the pandemic", "hybrid", 1,
+                     workspace=Workspace.open(small_index))
     units = [p.unit for p in ranking.pages]
     assert len(units) > 1 and len(units) == len(set(units))
     page3 = next(p for p in ranking.pages if p.unit == "report#p3")
@@ -113,15 +114,15 @@ def test_page_view_is_built_from_the_whole_candidate_window(small_index):
 
 
 def test_minmax_fusion_can_be_chosen_per_call(small_index):
-    ranking = search("ISO 31000", "hybrid", 5, settings=small_index, fusion="minmax")
+    ranking = search("ISO 31000", "hybrid", 5, fusion="minmax", workspace=Workspace.open(small_index))
     assert ranking.fusion == "minmax"
     assert all(0.0 <= h.score <= 2.0 for h in ranking.hits)
     assert ranking.hits[0].score == pytest.approx(2.0)  # first in both engines
 
 
 def test_bm25_weight_override_changes_the_fused_score(small_index):
-    default = search("DN50 pipes", "hybrid", 3, settings=small_index)
-    heavy = search("DN50 pipes", "hybrid", 3, settings=small_index, weight_bm25=3.0)
+    default = search("DN50 pipes", "hybrid", 3, workspace=Workspace.open(small_index))
+    heavy = search("DN50 pipes", "hybrid", 3, weight_bm25=3.0, workspace=Workspace.open(small_index))
     top = heavy.hits[0]
     assert top.fused_score == pytest.approx(1 / (60 + top.per_engine["dense"].rank)
                                             + 3 / (60 + top.per_engine["bm25"].rank))
@@ -129,9 +130,9 @@ def test_bm25_weight_override_changes_the_fused_score(small_index):
 
 
 def test_threshold_cut_drops_weak_hits_from_hits_and_pages(small_index):
-    full = search("eNATECH database of accident reports", "dense", 10, settings=small_index)
-    cut = search("eNATECH database of accident reports", "dense", 10, settings=small_index,
-                 dynamic_cut="threshold", dynamic_cut_value=0.5)
+    full = search("eNATECH database of accident reports", "dense", 10, workspace=Workspace.open(small_index))
+    cut = search("eNATECH database of accident reports", "dense", 10,
+                 dynamic_cut="threshold", dynamic_cut_value=0.5, workspace=Workspace.open(small_index))
     top = full.hits[0].score
     assert cut.cut_at == sum(1 for h in full.hits if h.score >= 0.5 * top) < len(full.hits)
     assert len(cut.hits) == cut.cut_at
@@ -141,18 +142,18 @@ def test_threshold_cut_drops_weak_hits_from_hits_and_pages(small_index):
 
 def test_unknown_mode_filter_and_setting_are_refused_with_a_reason(small_index):
     with pytest.raises(InvalidSearch, match="unknown search mode"):
-        search("q", "sparse", settings=small_index)
+        search("q", "sparse", workspace=Workspace.open(small_index))
     with pytest.raises(InvalidSearch, match="unknown filter"):
-        search("q", "bm25", filters={"year": 2021}, settings=small_index)
+        search("q", "bm25", filters={"year": 2021}, workspace=Workspace.open(small_index))
     with pytest.raises(SettingsInvalid, match="page_aggregation='mean': wants one of max, sum, rrf"):
-        search("q", "bm25", settings=small_index, page_aggregation="mean")
+        search("q", "bm25", page_aggregation="mean", workspace=Workspace.open(small_index))
     with pytest.raises(InvalidSearch, match="empty"):
-        search("  ", "bm25", settings=small_index)
+        search("  ", "bm25", workspace=Workspace.open(small_index))
 
 
 def test_empty_index_says_to_index_first(settings):
     with pytest.raises(InvalidSearch, match="ragloupe index"):
-        search("anything", "hybrid", settings=settings)
+        search("anything", "hybrid", workspace=Workspace.open(settings))
 
 
 def test_mode_flags_parse_in_any_order():
@@ -167,19 +168,19 @@ def test_bm25_index_is_cached_and_rebuilt_when_the_store_changes(tmp_path, embed
 
     chunks = corpus_chunks()
     settings = build_index(tmp_path, embedder, chunks)
-    workspace = Workspace(settings, store=open_store(settings))
+    workspace = Workspace.open(settings, store=open_store(settings))
     store = workspace.store
     first = workspace.lexical()
     assert workspace.lexical() is first
-    assert search("lightning strike on tank roof", "bm25", 5, settings=settings,
-                  workspace=workspace).hits[0].chunk.chunk_id == "guidance-4.1"
+    assert search("lightning strike on tank roof", "bm25", 5,
+                  workspace=workspace.with_settings(settings)).hits[0].chunk.chunk_id == "guidance-4.1"
     added = Chunk(chunk_id="report-p9-0", doc_id="report", page=9, position=0, quality="clean",
                   text="A lightning strike on a tank roof started a fire in 2021.", n_tokens=12)
     store.upsert([added], embedder.encode([added.text]))
     store.set_content_marker("test-added")
     assert workspace.lexical() is not first
-    assert search("lightning strike on tank roof", "bm25", 5, settings=settings,
-                  workspace=workspace).hits[0].chunk.chunk_id == "report-p9-0"
+    assert search("lightning strike on tank roof", "bm25", 5,
+                  workspace=workspace.with_settings(settings)).hits[0].chunk.chunk_id == "report-p9-0"
 
 
 def test_repeated_question_is_embedded_once_per_workspace(small_index, embedder):
@@ -192,9 +193,9 @@ def test_repeated_question_is_embedded_once_per_workspace(small_index, embedder)
             return embedder.encode(texts)
 
     counting = Counting()
-    workspace = Workspace(small_index, embedder=counting)
-    first = search("storage tanks and floods", "dense", 3, settings=small_index, workspace=workspace)
-    again = search("storage tanks and floods", "hybrid", 3, settings=small_index, workspace=workspace,
+    workspace = Workspace.open(small_index, embedder=counting)
+    first = search("storage tanks and floods", "dense", 3, workspace=workspace.with_settings(small_index))
+    again = search("storage tanks and floods", "hybrid", 3, workspace=workspace.with_settings(small_index),
                    weight_bm25=2.0)
     assert counting.calls == 1
     assert again.hits[0].per_engine["dense"].score == first.hits[0].per_engine["dense"].score
@@ -203,7 +204,7 @@ def test_repeated_question_is_embedded_once_per_workspace(small_index, embedder)
 def test_bm25_settings_change_builds_a_new_index(small_index):
     from ragloupe.index.store import open_store
 
-    workspace = Workspace(small_index, store=open_store(small_index))
+    workspace = Workspace.open(small_index, store=open_store(small_index))
     default = workspace.lexical()
     assert workspace.lexical(k1=0.9) is not default
     fast = workspace.lexical(backend="bm25s")

@@ -15,6 +15,7 @@ from ragloupe.index.manifest import Manifest, entry_for
 from ragloupe.ingest import load_source
 from ragloupe.models import Chunk, Table
 from ragloupe.table_chunks import markdown_table, parse_markdown_table, table_pieces
+from ragloupe.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
@@ -229,8 +230,8 @@ def test_prefer_tables_lifts_table_chunks_only_for_questions_that_ask_for_a_figu
     assert asks_for_figure(figure_question) and not asks_for_figure(word_question)
 
     def table_score(question, on):
-        ranking = search(question, mode="dense", k=5, settings=table_index, prefer_tables=on,
-                         prefer_tables_boost=0.5)
+        ranking = search(question, mode="dense", k=5, prefer_tables=on,
+                         prefer_tables_boost=0.5, workspace=Workspace.open(table_index))
         return next(h.score for h in ranking.hits if h.chunk.kind == "table")
 
     assert table_score(figure_question, True) == pytest.approx(1.5 * table_score(figure_question, False))
@@ -246,7 +247,8 @@ def test_prefer_tables_boosts_only_tables_in_the_allowed_sections(table_index):
     question = "How much was the non-core revenue in 2023?"
 
     def table_hit(**overrides):
-        ranking = search(question, mode="dense", k=5, settings=table_index, prefer_tables_boost=0.5, **overrides)
+        ranking = search(question, mode="dense", k=5, prefer_tables_boost=0.5, **overrides,
+                         workspace=Workspace.open(table_index))
         return next(h for h in ranking.hits if h.chunk.kind == "table")
 
     plain = table_hit(prefer_tables=False)
@@ -255,4 +257,4 @@ def test_prefer_tables_boosts_only_tables_in_the_allowed_sections(table_index):
     assert allowed.score == pytest.approx(1.5 * plain.score)
     assert elsewhere.score == pytest.approx(plain.score)
     with pytest.raises(SettingsInvalid, match="regular expression"):
-        search(question, settings=table_index, prefer_tables_sections="(unclosed")
+        search(question, prefer_tables_sections="(unclosed", workspace=Workspace.open(table_index))

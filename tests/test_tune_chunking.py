@@ -68,7 +68,7 @@ def test_chunking_variant_is_scored_on_a_scratch_index_built_once(two_documents,
     settings, gold = two_documents
     main_dir = settings.path("index_dir")
     before = _snapshot(main_dir)
-    first = T.tune(gold, settings=settings, workspace=Workspace(settings, embedder=embedder),
+    first = T.tune(gold, workspace=Workspace.open(settings, embedder=embedder),
                     configs=_configs(settings), chunking="64/16")
 
     scratch = [i for i in first.timings["indexes"] if i["scratch"]]
@@ -82,7 +82,7 @@ def test_chunking_variant_is_scored_on_a_scratch_index_built_once(two_documents,
     assert held.shaping_settings["chunk_tokens"] == 64 and held.shaping_settings["chunk_overlap"] == 16
     manifest_mtime = (scratch_dir / "manifest.json").stat().st_mtime_ns
 
-    second = T.tune(gold, settings=settings, workspace=Workspace(settings, embedder=embedder),
+    second = T.tune(gold, workspace=Workspace.open(settings, embedder=embedder),
                      configs=_configs(settings), chunking="64/16")
     reused = [i for i in second.timings["indexes"] if i["scratch"]][0]
     assert not reused["built"] and reused["index_dir"] == str(scratch_dir)
@@ -93,7 +93,7 @@ def test_chunking_variant_is_scored_on_a_scratch_index_built_once(two_documents,
 
 def test_every_configuration_is_scored_on_both_chunkings_and_folds_hold_one_document_out(two_documents, embedder):
     settings, gold = two_documents
-    report = T.tune(gold, settings=settings, workspace=Workspace(settings, embedder=embedder),
+    report = T.tune(gold, workspace=Workspace.open(settings, embedder=embedder),
                      configs=_configs(settings), chunking="64/16")
     data = report.data
     n = len(_configs(settings))

@@ -148,8 +148,8 @@ def test_tune_cli_reports_out_of_fold_and_refuses_to_apply_a_non_win(demo_env, s
 
 def test_tune_report_is_byte_identical_on_rerun(demo_index, small_gold, workspace_of):
     configs = [c for c in T.search_space(demo_index, "small") if not c.learned]
-    first = T.tune(small_gold, settings=demo_index, workspace=workspace_of(demo_index), configs=configs)
-    second = T.tune(small_gold, settings=demo_index, workspace=workspace_of(demo_index), configs=configs)
+    first = T.tune(small_gold, workspace=workspace_of(demo_index), configs=configs)
+    second = T.tune(small_gold, workspace=workspace_of(demo_index), configs=configs)
     assert first.run_id == second.run_id
     strip = lambda text: {k: v for k, v in json.loads(text).items() if k != "timings"}  # noqa: E731
     assert strip(first.path.read_text()) == strip(second.path.read_text())
@@ -173,11 +173,11 @@ def test_settings_in_force_row_is_what_search_does_with_the_configured_model(dem
     configs = [T.Config.of(s.mode, s),
                T.Config.of("bm25", s, query_analysis=False, period_boost=0.0, lexical_rerank=False)]
     assert configs[0].learned
-    report = T.tune([NATECH], settings=s, workspace=workspace_of(s), configs=configs, write=False)
+    report = T.tune([NATECH], workspace=workspace_of(s), configs=configs, write=False)
     current = report.data["current"]
     n = report.data["n_questions"]
     assert f"{n} of {n} questions fused by minmax" in current["note"]
-    run = evaluate([NATECH], mode=s.mode, settings=s, workspace=workspace_of(s))
+    run = evaluate([NATECH], mode=s.mode, workspace=workspace_of(s))
     for metric in ("hit@1", "hit@3", "mrr"):
         assert current["figures"][metric]["mean"] == pytest.approx(run.aggregates[metric]["mean"], abs=1e-4)
     per_query = {q["query_id"]: q["current_hit@1"] for q in report.data["queries"]}

@@ -13,6 +13,7 @@ from ragloupe.ingest import load_source
 from ragloupe.models import Chunk, EngineScore, PageHit
 from ragloupe.retrieve import aggregate, units
 from ragloupe.retrieve.search import search
+from ragloupe.workspace import Workspace
 
 # A long record that answers the question as a whole: each of its chunks holds
 # one part of the answer. The short record shares a few words with the question.
@@ -53,8 +54,8 @@ def _units(ranking) -> list[str]:
 
 
 def test_long_record_answering_as_a_whole_outranks_short_one_sharing_words(records_index):
-    chunk_view = search(QUESTION, mode="hybrid", settings=records_index, unit_view="none")
-    unit_view = search(QUESTION, mode="hybrid", settings=records_index, unit_view="records")
+    chunk_view = search(QUESTION, mode="hybrid", unit_view="none", workspace=Workspace.open(records_index))
+    unit_view = search(QUESTION, mode="hybrid", unit_view="records", workspace=Workspace.open(records_index))
 
     # The chunk view lets the short record win: no single chunk of the long one holds enough.
     assert _units(chunk_view)[:2] == ["plans#short", "plans#long"]
@@ -62,7 +63,7 @@ def test_long_record_answering_as_a_whole_outranks_short_one_sharing_words(recor
 
 
 def test_unit_view_shows_each_signal_per_record(records_index):
-    ranking = search(QUESTION, mode="hybrid", settings=records_index, unit_view="records")
+    ranking = search(QUESTION, mode="hybrid", unit_view="records", workspace=Workspace.open(records_index))
     top = ranking.pages[0]
 
     assert set(top.signals) == {"chunks", "unit_bm25", "unit_dense"}
@@ -72,22 +73,22 @@ def test_unit_view_shows_each_signal_per_record(records_index):
 
 
 def test_unit_signals_follow_the_modes_engines(records_index):
-    dense = search(QUESTION, mode="dense", settings=records_index, unit_view="records")
-    bm25 = search(QUESTION, mode="bm25", settings=records_index, unit_view="records")
+    dense = search(QUESTION, mode="dense", unit_view="records", workspace=Workspace.open(records_index))
+    bm25 = search(QUESTION, mode="bm25", unit_view="records", workspace=Workspace.open(records_index))
 
     assert set(dense.pages[0].signals) == {"chunks", "unit_dense"}
     assert set(bm25.pages[0].signals) == {"chunks", "unit_bm25"}
 
 
 def test_unit_view_off_leaves_signals_empty(records_index):
-    ranking = search(QUESTION, mode="hybrid", settings=records_index)
+    ranking = search(QUESTION, mode="hybrid", workspace=Workspace.open(records_index))
 
     assert all(p.signals == {} for p in ranking.pages)
 
 
 def test_unknown_unit_view_is_refused_in_one_line(records_index):
     with pytest.raises(SettingsInvalid, match="unit_view='pages'.*wants one of none, records, all"):
-        search(QUESTION, settings=records_index, unit_view="pages")
+        search(QUESTION, unit_view="pages", workspace=Workspace.open(records_index))
 
 
 def test_joined_chunks_give_back_the_record_text(tmp_path, settings, embedder):
@@ -152,7 +153,8 @@ def test_unit_found_only_by_a_whole_unit_signal_is_located():
 def test_search_table_lists_each_units_signals(records_index):
     from ragloupe.cli.search_cmd import format_ranking
 
-    table = format_ranking(search(QUESTION, mode="hybrid", settings=records_index, unit_view="records"))
+    table = format_ranking(search(QUESTION, mode="hybrid", unit_view="records",
+                                  workspace=Workspace.open(records_index)))
     line = next(line for line in table.splitlines() if line.startswith("  plans#long:"))
 
     assert "chunks 2/" in line and "unit_bm25 1/" in line and "unit_dense 1/" in line

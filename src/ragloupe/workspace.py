@@ -13,13 +13,18 @@ index.derived_saved) when they match its content, else read or built and saved:
 a restart reads no chunk from the store. Nothing lives in module globals: two
 workspaces share nothing, and a test that builds its own gets fresh state.
 
-Faces build one at their edge (``cli``: per command; ``api/resources.py``:
-per server; ``ui/cache.py``: per index, with st.cache_resource; a benchmark:
-per index it measures) and hand it to the pipeline; the pipeline never opens
-a store or loads a model of its own, and keeps no workspace between calls
-(search() or evaluate() called without one build one for that call alone).
-The store and the embedder are opened on first use, so a command that only
-reads chunks never loads the model.
+Faces open one at their edge with ``Workspace.open(settings)`` (``cli``: per
+command; ``api/resources.py``: per server; ``ui/cache.py``: per index and model,
+with st.cache_resource; a benchmark or a test: per index it measures) and hand
+it to the pipeline: search(), fetch(), evaluate(), tune() and adapt() take it as
+a required argument and read their settings from it, with per-call overrides
+(``with_overrides``) or a sweep's whole settings of the same index and model
+(``with_settings``, checked: SettingsConflict otherwise) sharing its caches. The
+pipeline never opens a store, loads a model or builds a workspace of its own
+(``sibling`` is how tune reaches its scratch index). The store and the embedder
+are opened on first use, so a command that only reads chunks never loads the model.
+After indexing, ``save_search_copies`` (handed to index.pipeline.run_index by the
+indexing faces) saves what a search builds, so index/ never imports retrieval.
 """
 
 from __future__ import annotations
@@ -74,6 +79,31 @@ class Workspace:
         already has (a benchmark's precomputed vectors); ``load_embedder``: how to load the model."""
         return cls(settings, store=store, embedder=embedder, load_embedder=load_embedder)
 
+    def with_settings(self, settings: Settings) -> "Workspace":
+        """This workspace under other settings for one call (a sweep's configuration, a page's
+        overrides), sharing its store, model and caches (each keyed by the parameters it was built
+        with). SettingsConflict when ``settings`` name another store or model: that is another
+        workspace, which only a face opens."""
+        if settings is self.settings or settings == self.settings:
+            return self
+        if _store_and_model(settings) != _store_and_model(self.settings):
+            raise SettingsConflict(
+                f"these settings name another index or model ({_store_and_model(settings)}) than the "
+                f"workspace opened on {_store_and_model(self.settings)}: open a workspace for them")
+        other = copy.copy(self)
+        other.settings = settings
+        return other
+
+    def with_overrides(self, **overrides: Any) -> "Workspace":
+        """with_settings(the workspace's settings with ``overrides``), checked once (Settings.replace)."""
+        return self.with_settings(self.settings.replace(**overrides)) if overrides else self
+
+    def sibling(self, settings: Settings, *, store: Any = None, embedder: Any = None) -> "Workspace":
+        """A workspace over another index or model (tune's scratch index of a chunking variant, adapt's
+        re-embedded collection): nothing is shared but the ``store`` handed in and the embedder
+        (``embedder``, default this one's)."""
+        return Workspace(settings, store=store, embedder=embedder if embedder is not None else self.embedder)
+
     # --- what it opens ---------------------------------------------------------
 
     @property
@@ -81,8 +111,6 @@ class Workspace:
         """The Store of these settings, opened on first use."""
         with self._open_lock:
             if self._store is None:
-                from ragloupe.index.store import open_store
-
                 self._store = open_store(self.settings)
             return self._store
 
@@ -91,8 +119,6 @@ class Workspace:
         """The embedding model of these settings, loaded on first use."""
         with self._model_lock:
             if self._embedder is None:
-                from ragloupe.index.embedder import get_embedder
-
                 self._embedder = self._load_embedder() if self._load_embedder else get_embedder(self.settings)
             return self._embedder
 
@@ -280,3 +306,13 @@ def save_search_copies(store: Any, settings: Settings) -> None:
     workspace.periods()
     if settings.unit_view != "none":
         workspace.unit_index(*unit_params)
+
+
+class SettingsConflict(ValueError):
+    """Settings handed to a workspace that name another store or model than it opened."""
+
+
+def _store_and_model(settings: Settings) -> tuple:
+    """Where the store is and which model encodes questions: what a workspace is opened on."""
+    return (settings.chroma_host, settings.chroma_port, str(settings.path("index_dir")), settings.collection,
+            settings.embedding_model)

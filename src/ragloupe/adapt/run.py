@@ -106,13 +106,14 @@ def source_model(settings: Settings) -> str:
     return settings.embedding_model
 
 
-def adapt(settings: Settings, goldsets: Sequence[str | Path], progress: ProgressCallback | None = None,
+def adapt(workspace: Workspace, goldsets: Sequence[str | Path], progress: ProgressCallback | None = None,
           keep_untested: bool = False) -> AdaptOutcome:
-    """Adapt the model of the index ``settings`` name (see the module docstring).
+    """Adapt the model of the index the face's ``workspace`` is open on (see the module docstring).
 
     ``goldsets``: the gold set files the decision is made on (evaluate/goldset.py formats).
     With none, the model is trained and saved but not kept unless ``keep_untested``.
     """
+    settings = workspace.settings
     say = progress or (lambda step: None)
     seconds: dict[str, float] = {}
     if settings.embedding_backend in SERVER_BACKENDS:
@@ -120,10 +121,9 @@ def adapt(settings: Settings, goldsets: Sequence[str | Path], progress: Progress
                          f"{settings.embedding_backend} encodes on a server")
     rules, config = pair_rules(settings), train_config(settings)
     with index_lock(settings):
-        store = open_store(settings)
+        store = workspace.store
         swap.finish_interrupted(store)
         manifest = _usable_manifest(settings)
-        workspace = Workspace(settings, store=store)
         mark = time.perf_counter()
         say(AdaptProgress("pairs"))
         chunks = list(workspace.chunks())
@@ -166,7 +166,7 @@ def adapt(settings: Settings, goldsets: Sequence[str | Path], progress: Progress
 
         mark = time.perf_counter()
         say(AdaptProgress("after", detail=f"{len(goldsets)} gold set(s)"))
-        after = _scores(goldsets, adapted_settings, Workspace(adapted_settings, store=store, embedder=embedder))
+        after = _scores(goldsets, adapted_settings, workspace.sibling(adapted_settings, store=store, embedder=embedder))
         seconds["after"] = _since(mark)
 
         table = compare.compare(before, after)
@@ -213,8 +213,7 @@ def _scores(goldsets: Sequence[str | Path], settings: Settings, workspace) -> di
         return {}
     from ragloupe.evaluate.runs import evaluate
 
-    report = evaluate(list(goldsets), mode=settings.mode, scope="doc", settings=settings,
-                      write=False, workspace=workspace)
+    report = evaluate(list(goldsets), mode=settings.mode, scope="doc", write=False, workspace=workspace)
     return compare.per_set_scores(report.data)
 
 

@@ -76,7 +76,7 @@ class Resources:
             if self._workspace is None:
                 from ragloupe.workspace import Workspace
 
-                self._workspace = Workspace(self.settings, store=store, load_embedder=self.embedder)
+                self._workspace = Workspace.open(self.settings, store=store, load_embedder=self.embedder)
             return self._workspace
 
     def model_status(self) -> dict[str, Any]:
@@ -141,7 +141,7 @@ class Resources:
             dense.join()
             # A question with words both engines find, so fusion (learned fusion's per-chunk
             # features included) builds its caches now; "warm up" alone left them to the first user.
-            search(WARM_UP_QUESTION, settings=self.settings, explain=True, workspace=self.workspace())
+            search(WARM_UP_QUESTION, explain=True, workspace=self.workspace())
         except Exception as exc:  # nothing to warm is not an error worth stopping the server for
             from ragloupe.logs import log_exception
 

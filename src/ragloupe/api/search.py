@@ -36,7 +36,7 @@ def run_search(body: SearchRequest, request: Request, doc_id: str | None = None)
     depth = max(body.k, evidencerag.CHUNK_FILTER_DEPTH) if keep else body.k
     with resources.search_slots:
         ranking = search(body.question, body.mode, depth, {"doc_ids": documents} if documents else None,
-                         resources.settings, explain=True, workspace=resources.workspace())
+                         explain=True, workspace=resources.workspace())
     if keep:
         ranking = evidencerag.filtered(ranking, keep, body.k)
         if not ranking.hits:

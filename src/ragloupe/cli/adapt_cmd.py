@@ -43,13 +43,14 @@ def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.adapt import compare
     from ragloupe.adapt.run import adapt, revert
     from ragloupe.evaluate.usersets import list_user_goldsets, resolve_goldset
+    from ragloupe.workspace import Workspace
 
     settings = settings_with_overrides(args.overrides)
     if args.revert:
         done = revert(settings, progress=_progress_line)
         return CommandResult(done, f"index re-embedded with {done['reverted_to']} ({done['chunks']} chunks)")
     goldsets = [resolve_goldset(g, settings) for g in args.goldsets] or list_user_goldsets(settings)
-    outcome = adapt(settings, goldsets, progress=_progress_line, keep_untested=args.keep_untested)
+    outcome = adapt(Workspace.open(settings), goldsets, progress=_progress_line, keep_untested=args.keep_untested)
     training = outcome.training
     lines = [f"adapted model: {outcome.model_dir}" + (" (reused: same corpus and settings)" if outcome.reused_model else ""),
              "pairs: " + ", ".join(f"{k} {v}" for k, v in outcome.pairs.items()),

@@ -45,8 +45,8 @@ def run_answer(args: argparse.Namespace) -> CommandResult:
         settings = settings.replace(answer_gates=args.gates)
     client = get_client(settings)
     filters = {"doc_ids": args.doc_ids} if args.doc_ids else None
-    ranking = search(args.question, mode=args.mode, k=args.k, filters=filters, settings=settings,
-                     workspace=Workspace(settings))
+    ranking = search(args.question, mode=args.mode, k=args.k, filters=filters,
+                     workspace=Workspace.open(settings))
     result = answer(args.question, ranking, settings, client=client)
     if result.withheld:
         return CommandResult({"answer": result.as_dict(), "screen": None}, format_withheld(result))

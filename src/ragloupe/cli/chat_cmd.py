@@ -49,7 +49,7 @@ def run_chat(args: argparse.Namespace, stdin: TextIO | None = None, stdout: Text
         settings = settings.replace(answer_gates=args.gates)
     conversation = Conversation(settings, mode=args.mode, k=args.k,
                                 filters={"doc_ids": args.doc_ids} if args.doc_ids else None,
-                                search_kwargs={"workspace": Workspace(settings)})  # every turn searches through it
+                                search_kwargs={"workspace": Workspace.open(settings)})  # every turn searches through it
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     say = _printer(stdout)
     say("ragloupe chat: ask about the indexed documents; /help for commands, /quit to leave.")

@@ -75,7 +75,7 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
     from ragloupe.workspace import Workspace
 
     settings = settings_with(args.overrides)
-    workspace = Workspace(settings)  # the command's: the store opened, the model loaded on first use
+    workspace = Workspace.open(settings)  # the command's: the store opened, the model loaded on first use
     ks = normalise_ks(args.k)
     floors = parse_floors(args.fail_under) if args.fail_under else {}
     check_floors_exist(floors, ks)
@@ -92,7 +92,7 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
     if args.run or args.retriever:
         return handle_outside(args, goldsets, load_errors, settings, ks, floors, workspace)
     report = evaluate(goldsets, mode=args.mode or settings.mode, ks=ks, scope=args.scope,
-                      settings=settings, answers=args.answers, failure_k=args.failure_k, workspace=workspace)
+                      answers=args.answers, failure_k=args.failure_k, workspace=workspace)
     data = {"run_id": report.run_id, "path": str(report.path), "load_errors": load_errors,
             "metrics": report.data["metrics"]["all"],
             "metrics_excluding_flagged": report.data["metrics"]["excluding_flagged"],

@@ -62,7 +62,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.workspace import Workspace
 
     settings = get_settings()
-    workspace = Workspace(settings)  # the command's: its store opened when an action first reads it
+    workspace = Workspace.open(settings)  # the command's: its store opened when an action first reads it
     return {"add": _add, "list": _list, "rm": _rm, "validate": _validate, "draft": _draft,
             "accept": _accept, "dismiss": _dismiss}[args.action](args, settings, workspace)
 

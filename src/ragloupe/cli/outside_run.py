@@ -67,8 +67,8 @@ def handle_outside(args: argparse.Namespace, goldsets: list, load_errors: list[s
     lines = [render_run(report, load_errors), "", f"note: {report.data['failures']['note']}"]
     comparisons = []
     for mode in _against(args.against, settings):
-        baseline = evaluate(goldsets, mode=mode, ks=ks, scope=args.scope, settings=settings,
-                            failure_k=args.failure_k, workspace=workspace)
+        baseline = evaluate(goldsets, mode=mode, ks=ks, scope=args.scope,
+                            failure_k=args.failure_k, workspace=workspace.with_settings(settings))
         comparison = compare(baseline, report)
         comparisons.append(comparison.as_dict())
         lines += ["", f"--- {outside.label} against ragloupe {mode} (A = ragloupe, B = {outside.label})",

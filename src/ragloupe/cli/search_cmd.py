@@ -61,19 +61,19 @@ def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.workspace import Workspace
 
     settings = settings_with_overrides(args.overrides)
-    workspace = Workspace(settings)  # the command's: every mode compared searches through it
+    workspace = Workspace.open(settings)  # the command's: every mode compared searches through it
     filters = {"doc_ids": args.doc, "pages": parse_pages(args.pages), "quality": args.quality}
     filters = {key: value for key, value in filters.items() if value}
     if args.compare:
         modes = [m.strip() for m in args.compare.split(",") if m.strip()]
         if not modes:
             raise InvalidSearch("--compare wants a comma-separated list of modes")
-        rankings = [search(args.query, mode, args.k, filters, settings, explain=True, workspace=workspace)
+        rankings = [search(args.query, mode, args.k, filters, explain=True, workspace=workspace)
                     for mode in modes]
         data = {"query": args.query, "filters": filters,
                 "modes": {r.mode: ranking_to_dict(r) for r in rankings}}
         return CommandResult(data, format_comparison(rankings))
-    ranking = search(args.query, args.mode, args.k, filters, settings, explain=True, workspace=workspace)
+    ranking = search(args.query, args.mode, args.k, filters, explain=True, workspace=workspace)
     return CommandResult(ranking_to_dict(ranking), format_ranking(ranking))
 
 

@@ -99,7 +99,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.workspace import Workspace
 
     settings = settings_with(args.overrides)
-    workspace = Workspace(settings)  # the command's: the sweep and the coverage audit read through it
+    workspace = Workspace.open(settings)  # the command's: the sweep and the coverage audit read through it
     chunking = [v.label() for v in parse_chunking(args.chunking)]  # a bad value fails before any work
     paths = [Path(p) for p in args.goldsets] or default_goldsets()
     if not paths:
@@ -109,7 +109,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
         from ragloupe.evaluate.tuning import train_learned
 
         out = Path(args.out) if args.out else settings.path("runs_dir") / "learned-model.json"
-        trained = train_learned(goldsets, out, settings, workspace)
+        trained = train_learned(goldsets, out, workspace=workspace)
         held = trained["leave_one_group_out"]
         text = [f"learned fusion model written to {trained['path']} ({trained['n_questions']} questions)"]
         if held:
@@ -120,7 +120,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
     confirm = [load_goldset(path) for path in confirmation_paths(args.confirm)]
     if args.confirm and not confirm:
         raise BadOption(f"--confirm {' '.join(args.confirm)}: no gold-set file there")
-    report = tune(goldsets, scope=args.scope, space=args.space, settings=settings, workspace=workspace,
+    report = tune(goldsets, scope=args.scope, space=args.space, workspace=workspace,
                   chunking=chunking, confirm=confirm)
     applied, apply_note = False, ""
     if args.apply:

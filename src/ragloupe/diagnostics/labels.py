@@ -38,5 +38,5 @@ def rank_modes(question: str, modes: Sequence[str], k: int, filters: dict, overr
     from ragloupe.retrieve.search import search
 
     depth = max(int(k), int(settings.candidate_window))
-    return {mode: search(question, mode=mode, k=depth, filters=filters, settings=settings, explain=True,
-                         workspace=workspace, **overrides) for mode in modes}
+    return {mode: search(question, mode=mode, k=depth, filters=filters, explain=True,
+                         workspace=workspace.with_settings(settings), **overrides) for mode in modes}

@@ -34,6 +34,6 @@ def score_and_compare(settings: Settings, name: str, text: str, goldset_paths: S
         return OutsideResult(problems=exc.problems)
     report = save_report(report, settings)
     ks, scope = report.data["ks"], report.data["scope"]
-    baselines = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, settings=settings, workspace=workspace)
+    baselines = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, workspace=workspace.with_settings(settings))
                  for mode in modes]
     return OutsideResult(report, baselines, [compare(b, report) for b in baselines])

@@ -251,8 +251,8 @@ def draft_for(settings: Settings, name: str, n: int, workspace, client=None) -> 
     units = sample_units(workspace.chunks(), n, int(settings.llm_seed))
 
     def rank_bm25(question: str) -> list[tuple[str, float]]:
-        ranking = search(question, mode="bm25", k=int(settings.candidate_window), settings=settings,
-                         workspace=workspace)
+        ranking = search(question, mode="bm25", k=int(settings.candidate_window),
+                         workspace=workspace.with_settings(settings))
         return [(page.unit, page.score) for page in ranking.pages]
 
     body = draft_questions(units, client, rank_bm25, existing, seed=int(settings.llm_seed))

@@ -49,7 +49,10 @@ from ragloupe.evaluate.taxonomy import (
     classify_answer,
     classify_retrieval,
 )
+from ragloupe.index.manifest import Manifest
 from ragloupe.models import Ranking
+from ragloupe.retrieve.search import search
+from ragloupe.workspace import Workspace
 from ragloupe.numbers import key_quantities, match_answer
 
 SCHEMA = "ragloupe.run/1"
@@ -86,33 +89,32 @@ class IndexSnapshot:
 # --- the run --------------------------------------------------------------------
 
 def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
-             ks: Sequence[int] = M.DEFAULT_KS, scope: str = "doc", settings: Settings | None = None,
+             ks: Sequence[int] = M.DEFAULT_KS, scope: str = "doc", *, workspace: Workspace,
              answers: bool = False, failure_k: int = 1, write: bool = True,
              search_fn: SearchFn | None = None, snapshot: IndexSnapshot | None = None,
-             answer_fn: Callable | None = None, workspace=None) -> RunReport:
+             answer_fn: Callable | None = None) -> RunReport:
     """Run every gold question through search() and write the report under runs_dir.
 
     ``scope="doc"`` filters each question to its gold document; ``"all"``
     searches the whole index. ``failure_k`` is the cutoff the failure codes are
     assigned at. ``answers=True`` also generates an answer per question with
     the configured LLM and assigns FP4-FP7. ``workspace`` (ragloupe.workspace)
-    is the caller's open index and model; without one, a Workspace of
-    ``settings`` is built for this run and every question searches through it.
+    is the caller's open index and model, and its settings are the run's
+    (``workspace.with_settings(other)`` for a sweep's); every question searches
+    through it.
     ``search_fn`` and ``snapshot`` let a sweep reuse what it already has.
     """
-    settings = settings or get_settings()
+    settings = workspace.settings
     ks = normalise_ks(ks)
     _check_scope_and_cutoff(scope, failure_k)
     sets = load_goldsets(goldsets)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.perf_counter()
 
-    workspace = workspace or _workspace_for_this_run(settings)
     store = workspace.store
     doc_ids = sorted({q.doc_id for g in sets for q in g.queries})
     snapshot = snapshot or index_snapshot(settings, doc_ids, store)
-    if search_fn is None:
-        from ragloupe.retrieve.search import search as search_fn
+    search_fn = search_fn or search
     if answers and answer_fn is None:
         answer_fn = _load_answer_fn()
 
@@ -142,13 +144,6 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     if write:
         report = save_report(report, settings)
     return report
-
-
-def _workspace_for_this_run(settings: Settings):
-    """The Workspace every question of a run searches through, when the caller passed none."""
-    from ragloupe.workspace import Workspace
-
-    return Workspace(settings)
 
 
 def _check_scope_and_cutoff(scope: str, failure_k: int) -> None:
@@ -358,7 +353,6 @@ def index_snapshot(settings: Settings, doc_ids: Iterable[str], store) -> IndexSn
     Unit texts are the unit's chunks joined in reading order: the text the
     index holds, which is what FP3 and the label audit must judge.
     """
-    from ragloupe.index.manifest import Manifest
 
     manifest = Manifest.load(settings)
     documents: dict[str, DocumentInfo] = {}
@@ -401,11 +395,11 @@ def _search_one(query: GoldQuery, mode: str, depth: int, scope: str, settings: S
         filters = {"doc_ids": [query.doc_id]}
     else:
         filters = None
-    return search_fn(query.question, mode=mode, k=depth, filters=filters, settings=settings, workspace=workspace)
+    return search_fn(query.question, mode=mode, k=depth, filters=filters, workspace=workspace)
 
 
 def _load_answer_fn() -> Callable:
-    try:
+    try:  # optional: a build without the generate/ extras still evaluates retrieval
         from ragloupe.generate.answer import answer
     except ImportError as exc:
         raise RagloupeError(f"answers are not available in this build ({exc})") from None

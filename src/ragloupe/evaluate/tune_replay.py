@@ -51,8 +51,8 @@ def fetch_all(questions: Sequence[TuneQuestion], configs: Sequence[Config], scop
     for n, key in enumerate(keys):  # keys outermost: each key's BM25 and unit indexes are built once
         key_settings = settings.replace(**dict(zip(ENGINE_KNOBS, key)), candidate_window=window)
         fetched.by_key[key] = [
-            fetch(tq.query.question, "hybrid", K, filters_for(tq.query, scope), key_settings,
-                  workspace=workspace, unit_views=views, with_periods=True)
+            fetch(tq.query.question, "hybrid", K, filters_for(tq.query, scope),
+                  workspace=workspace.with_settings(key_settings), unit_views=views, with_periods=True)
             for tq in questions]
         if progress:
             progress(0.3 * (n + 1) / len(keys), "engines")
@@ -103,8 +103,8 @@ def check_replay(questions: Sequence[TuneQuestion], configs: Sequence[Config], f
         for q in picked:
             query = questions[q].query
             ranking = search(query.question, mode=config.mode, k=max(int(configured.candidate_window), K),
-                             filters=filters_for(query, scope) or None, settings=configured,
-                             workspace=workspace)
+                             filters=filters_for(query, scope) or None,
+                             workspace=workspace.with_settings(configured))
             checked += 1
             if M.dedupe(p.unit for p in ranking.pages) != ranked_units(config, q, settings, fetched):
                 mismatches.append(f"{query.query_id} under {config.label()}")

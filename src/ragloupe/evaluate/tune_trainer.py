@@ -16,13 +16,16 @@ from typing import Sequence
 
 import numpy as np
 
-from ragloupe.config import Settings, get_settings
+from ragloupe.config import Settings
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.goldset import GoldSet, load_goldsets
 from ragloupe.evaluate.runs import FLOAT_DIGITS
 from ragloupe.evaluate.tune_folds import HIT1, METRICS, RR, TuneQuestion, tune_questions
 from ragloupe.evaluate.tune_replay import Fetched, fetch_all, indexed_only, metric_row, ranked_units, replay_config
 from ragloupe.evaluate.tune_space import Config
+from ragloupe.retrieve import learned
+from ragloupe.retrieve.replay import candidate_rows, replay
+from ragloupe.workspace import Workspace
 
 # Folds of the inner cross-validation that gives a learned configuration its training figure:
 # leave-one-group-out over a dozen groups would train a dozen models per outer fold.
@@ -40,9 +43,6 @@ class LearnedTrainer:
 
     def __init__(self, config: Config, questions: Sequence[TuneQuestion], fetched: Fetched, settings: Settings,
                  features: Sequence[str] | None = None):
-        from ragloupe.retrieve import learned
-        from ragloupe.retrieve.replay import candidate_rows
-
         self.config, self.questions, self.fetched, self.settings = config, questions, fetched, settings
         self.features = tuple(features) if features else None  # None: features.MODEL_FEATURES
         self.replayed = replay_config(config, settings)
@@ -62,8 +62,6 @@ class LearnedTrainer:
                             "candidate_window": int(configured.candidate_window)}
 
     def fit(self, train: np.ndarray, goldsets: dict | None = None):
-        from ragloupe.retrieve import learned
-
         kinds = unit_kind([self.questions[i] for i in train])
         return learned.train([self.rows[i] for i in train], [self.labels[i] for i in train],
                              {**self.fingerprint, "units": kinds, "goldsets": goldsets or {}},
@@ -110,8 +108,6 @@ def in_force_scores(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], 
     fit. The "settings in force" row reports that, and says when it is an
     in-sample figure (the model was trained on these very gold sets).
     """
-    from ragloupe.retrieve import learned
-    from ragloupe.retrieve.replay import replay
 
     configured = settings.replace(**config.settings)
     replayed = replay_config(config, settings)
@@ -133,17 +129,13 @@ def in_force_scores(sets: Sequence[GoldSet], questions: Sequence[TuneQuestion], 
     return InForce(out, "; ".join(parts))
 
 
-def train_learned(goldsets: Sequence[GoldSet | str | Path], out: Path, settings: Settings | None = None,
-                  workspace=None) -> dict:
+def train_learned(goldsets: Sequence[GoldSet | str | Path], out: Path, *, workspace: Workspace) -> dict:
     """Train learned fusion on every question of the gold sets (settings in force, fusion=learned)
     and write the model file; returns what was written and the model's leave-one-group-out figure.
-    ``workspace``: the caller's (ragloupe.workspace); without one, a Workspace of ``settings``."""
-    from ragloupe.retrieve import learned
-    from ragloupe.workspace import Workspace
+    ``workspace``: the caller's (ragloupe.workspace), under the settings in force."""
 
-    settings = settings or get_settings()
+    settings = workspace.settings
     sets = load_goldsets(goldsets)
-    workspace = workspace if workspace is not None else Workspace(settings)
     questions = indexed_only(tune_questions(sets), workspace.store)
     config = Config.of("hybrid", settings, fusion="learned")
     trainer = LearnedTrainer(config, questions, fetch_all(questions, [config], "doc", settings, workspace),

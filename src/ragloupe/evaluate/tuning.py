@@ -42,7 +42,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ragloupe.config import Settings, get_settings
+from ragloupe.config import Settings
 from ragloupe.evaluate import coverage_sources as CS
 from ragloupe.evaluate.goldset import GoldSet, load_goldsets
 from ragloupe.evaluate.runs import content_hash, save_report
@@ -50,6 +50,7 @@ from ragloupe.evaluate.tune_folds import (HIT1, KS, METRICS, RR, Fold, FoldResul
                                           TuneQuestion, family_of, group_of, grouped_folds, is_held_out,
                                           nested_select, objective_per_query, out_of_fold, paired, select,
                                           tune_questions)
+from ragloupe.evaluate import tune_indexes as TI
 from ragloupe.evaluate.tune_replay import (Fetched, check_replay, fetch_all, indexed_only, metric_row, ranked_units,
                                            score_configs)
 from ragloupe.evaluate.tune_report import (SCHEMA, Scored, TuneReport, apply_decision, build_report,  # noqa: F401
@@ -58,12 +59,13 @@ from ragloupe.evaluate.tune_rule import RULE, judge, select_default, simplicity 
 from ragloupe.evaluate.tune_space import (CHUNKING_KNOBS, ENGINE_KNOBS, KNOBS, SCOPES, SPACES,  # noqa: F401
                                           Config, TuningError, search_space)
 from ragloupe.evaluate.tune_trainer import LearnedTrainer, in_force_scores, train_learned, unit_kind  # noqa: F401
+from ragloupe.workspace import Workspace
 
 Progress = Callable[[float, str], None]
 
 
-def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full",
-         settings: Settings | None = None, workspace=None, write: bool = True,
+def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: str = "full", *,
+         workspace: Workspace, write: bool = True,
          progress: Progress | None = None, configs: Sequence[Config] | None = None,
          chunking: str | Sequence[str] | None = None,
          confirm: Sequence[GoldSet | str | Path] | None = None) -> TuneReport:
@@ -77,12 +79,10 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     force, each on a scratch index of the gold sets' documents (tune_indexes.py).
     The report's ``coverage`` section is the gold-set coverage audit (coverage_sources.py),
     with the weights of the learned model tune would ship when it selects one.
-    ``workspace``: the caller's (ragloupe.workspace); without one, a Workspace of ``settings`` for this run.
+    ``workspace``: the caller's (ragloupe.workspace); its settings are the ones in force.
     """
-    from ragloupe.evaluate import tune_indexes as TI
-    from ragloupe.workspace import Workspace
 
-    settings = settings or get_settings()
+    settings = workspace.settings
     if scope not in SCOPES:
         raise TuningError(f"unknown scope {scope!r}; use doc or all")
     variants = TI.variants_to_score(settings, TI.parse_chunking(chunking))
@@ -93,7 +93,6 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     confirm_sets = load_goldsets(confirm) if confirm else []
     confirming = confirmation_questions(confirm_sets, sets)
     base_configs = list(configs) if configs is not None else search_space(settings, space, scope)
-    workspace = workspace if workspace is not None else Workspace(settings)
     if workspace.store.count() == 0:
         raise TuningError(f"the index at {settings.path('index_dir')} is empty: run `ragloupe index` first")
     cuts = TI.check_variants(variants, settings, workspace.embedder)  # refuse a bad variant before any build
@@ -143,9 +142,6 @@ class _Sweep:
         self.sources = None
 
     def score_variant(self, v: int, variant, n_variants: int, base_configs: Sequence[Config]) -> None:
-        from ragloupe.evaluate import tune_indexes as TI
-        from ragloupe.workspace import Workspace
-
         if n_variants > 1 and self.sources is None:
             self.sources = TI.gold_sources({q.query.doc_id for q in self.questions + self.confirming},
                                            self.settings)
@@ -155,7 +151,7 @@ class _Sweep:
         self.seconds["index_build_s"] += index.seconds
         self.index_timings.append(index.timing())
         settings = index.settings
-        workspace = self.workspace if not index.scratch else Workspace(settings, embedder=self.workspace.embedder)
+        workspace = self.workspace if not index.scratch else self.workspace.sibling(settings)
         if index.scratch and len(indexed_only(self.questions, workspace.store)) != len(self.questions):
             raise TuningError(f"the scratch index for chunking {variant.label()} lacks some of the gold "
                               f"sets' documents; delete {settings.path('index_dir')} and rerun")

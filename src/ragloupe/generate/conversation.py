@@ -67,8 +67,7 @@ class Conversation:
         started = time.perf_counter()
         client = self.client or get_client(self.settings)
         standalone, note = standalone_question(question, self.turns, client, self.settings)
-        ranking = search_fn(standalone, mode=self.mode, k=self.k, filters=self.filters,
-                            settings=self.settings, **self.search_kwargs)
+        ranking = search_fn(standalone, mode=self.mode, k=self.k, filters=self.filters, **self.search_kwargs)
         try:
             result, error = answer(standalone, ranking, self.settings, client=client), ""
         except (LlmUnavailable, LlmBadOutput) as exc:

@@ -20,14 +20,16 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ragloupe.config import Settings, get_settings
+from ragloupe.config import Settings
 from ragloupe.errors import ACTION, Action
 from ragloupe.index import lexical
-from ragloupe.retrieve import engines, feedback, query_analysis, units
+from ragloupe.retrieve import engines, feedback, learned, query_analysis, units
 from ragloupe.retrieve.expansion import bm25_expansion
+from ragloupe.retrieve.reader import Reader
 from ragloupe.retrieve.modes import InvalidSearch, check_choices, check_k, normalise_filters, parse_mode, timed
 from ragloupe.retrieve.rewrite import Rewrite, rewrite_query
 from ragloupe.retrieve.stage_configs import EngineConfig
+from ragloupe.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -72,20 +74,19 @@ class Candidates:
     reader: Any = None  # reader.Reader of the configured LLM, when the mode says +read
 
 
-def fetch(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None,
-          settings: Settings | None = None, *, workspace=None, explain: bool = False,
-          unit_views: Sequence[str] = (), with_periods: bool = False, **overrides: Any) -> Candidates:
-    """Run the engines for ``query`` through ``workspace`` (without one: one for this call alone,
-    its caches rebuilt per call, as in search()); see the module docstring. ``explain`` also
+def fetch(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None, *,
+          workspace: Workspace, explain: bool = False, unit_views: Sequence[str] = (),
+          with_periods: bool = False, **overrides: Any) -> Candidates:
+    """Run the engines for ``query`` through ``workspace``, under its settings and ``overrides``
+    for this call (as search()); see the module docstring. ``explain`` also
     runs the engine the mode does not use, so every hit can show both engines' ranks.
     ``unit_views`` ("records", "all") scores those views' whole-unit signals
     besides the one in force, and ``with_periods`` reads the documents' periods
     even when the settings do not need them: ``ragloupe tune`` replays other
     settings over what one fetch returned.
     """
-    settings = settings or get_settings()
-    if overrides:
-        settings = settings.replace(**overrides)
+    workspace = workspace.with_overrides(**overrides)
+    settings = workspace.settings
     mode = mode or settings.mode
     plan = parse_mode(mode)
     k = check_k(k if k is not None else settings.top_k)
@@ -96,7 +97,6 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     timings: dict[str, float] = {}
     started = time.perf_counter()
     search_text, rewrite, analysis, expansion = _read_question(query, plan.rewrite, settings, timings)
-    workspace = workspace if workspace is not None else for_this_call(settings)
     with timed(timings, "setup"):
         store, content = workspace.store, workspace.content_key()
     with workspace.one_content(content):  # the store is asked what it holds once per question
@@ -131,13 +131,6 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
         period_scope=tuple(period_scope), periods=periods, corpus=corpus, views=corpus_views, units=signals,
         model=model,
         assumed=assumed, rewrite=rewrite, timings=timings, reader=_reader(plan.read, settings))
-
-
-def for_this_call(settings: Settings):
-    """A Workspace of ``settings`` for one call of fetch() or search() that was given none."""
-    from ragloupe.workspace import Workspace
-
-    return Workspace(settings)
 
 
 def _corpus_views(corpus, wanted: bool, workspace, timings: dict[str, float]):
@@ -208,13 +201,9 @@ def _unit_signals(view: str, text: str, embedding, filters: dict, workspace, con
 
 def _reader(wanted: bool, settings: Settings):
     """The reader of the configured LLM for a +read mode (nothing is loaded or contacted yet)."""
-    from ragloupe.retrieve.reader import Reader
-
     return Reader(settings) if wanted else None
 
 
 def _model(settings: Settings, learned_fusion: bool, workspace):
-    from ragloupe.retrieve import learned
-
     assumed = learned.assumed_settings(settings)
     return (workspace.learned_model(learned.model_path(settings)) if learned_fusion else None), assumed

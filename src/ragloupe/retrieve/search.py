@@ -1,4 +1,4 @@
-"""One entry point for retrieval: search(query, mode, k, filters, settings) -> Ranking.
+"""One entry point for retrieval: search(query, mode, k, filters, workspace=...) -> Ranking.
 
 ``search() == replay(fetch())``: fetch (retrieve/fetch.py) analyses the
 question once, rewrites it when the mode says so, and runs the engines over
@@ -32,40 +32,33 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ragloupe.config import Settings, get_settings
 from ragloupe.models import Ranking
-from ragloupe.retrieve.fetch import Candidates, fetch, for_this_call
+from ragloupe.retrieve.fetch import Candidates, fetch
 from ragloupe.retrieve.modes import (BASES, FILTER_KEYS, MODES, InvalidSearch, ModePlan, normalise_filters,
                                      parse_mode)
 from ragloupe.retrieve.replay import ReplayConfig, replay
+from ragloupe.workspace import Workspace
 
 __all__ = ["BASES", "FILTER_KEYS", "MODES", "Candidates", "InvalidSearch", "ModePlan", "ReplayConfig",
            "fetch", "normalise_filters", "parse_mode", "ranking_to_dict", "replay", "search"]
 
 
-def search(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None,
-           settings: Settings | None = None, *, workspace=None, explain: bool = False,
-           **overrides: Any) -> Ranking:
+def search(query: str, mode: str | None = None, k: int | None = None, filters: dict | None = None, *,
+           workspace: Workspace, explain: bool = False, **overrides: Any) -> Ranking:
     """Rank chunks for ``query``: replay(fetch(...)); see the module docstring for the flow.
 
-    ``overrides`` replace settings for this call only (e.g. ``fusion="minmax"``,
-    ``weight_bm25=2``, ``page_aggregation="sum"``), so a sweep needs no
-    re-indexing. ``explain`` also runs the engines the mode does not use, so
-    every hit shows where the other engine would have put it (the CLI table
-    does this). ``workspace`` (ragloupe.workspace.Workspace) is what a face opened:
-    the store, the model and the caches built over the index. Without one, a
-    Workspace of ``settings`` is built for this call alone, so the store is opened
-    and the BM25, the documents' periods and learned fusion's corpus views are
-    read or rebuilt on every call (seconds on the demo index): anything that
-    searches more than once passes its own.
+    ``workspace`` (ragloupe.workspace.Workspace) is what a face opened: the store, the model,
+    the caches built over the index and the settings in force. ``overrides`` replace settings
+    for this call only (e.g. ``fusion="minmax"``, ``weight_bm25=2``, ``page_aggregation="sum"``),
+    checked once, so a sweep needs no re-indexing; a caller holding whole other settings of
+    the same index passes ``workspace.with_settings(them)``. ``explain`` also runs the engines
+    the mode does not use, so every hit shows where the other engine would have put it (the
+    CLI table does this).
     """
-    settings = settings or get_settings()
-    if overrides:
-        settings = settings.replace(**overrides)
-    mode = mode or settings.mode
-    workspace = workspace if workspace is not None else for_this_call(settings)
-    candidates = fetch(query, mode, k, filters, settings, workspace=workspace, explain=explain)
-    return replay(candidates, ReplayConfig.of(settings, mode, k))
+    workspace = workspace.with_overrides(**overrides)
+    mode = mode or workspace.settings.mode
+    candidates = fetch(query, mode, k, filters, workspace=workspace, explain=explain)
+    return replay(candidates, ReplayConfig.of(workspace.settings, mode, k))
 
 
 def ranking_to_dict(ranking: Ranking) -> dict[str, Any]:

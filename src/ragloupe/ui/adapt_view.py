@@ -64,6 +64,7 @@ def _registry() -> tuple[dict[str, AdaptJob], threading.Lock]:
 def start_adapt(settings: Settings, goldsets: list, keep_untested: bool, revert: bool = False) -> AdaptJob:
     """Start adapting (or reverting) in a thread, or return the run already going on this index."""
     from ragloupe.adapt import run
+    from ragloupe.workspace import Workspace
 
     jobs, lock = _registry()
     with lock:
@@ -75,7 +76,7 @@ def start_adapt(settings: Settings, goldsets: list, keep_untested: bool, revert:
     def work() -> None:
         try:
             job.outcome = run.revert(settings, job.update) if revert else \
-                run.adapt(settings, goldsets, job.update, keep_untested=keep_untested)
+                run.adapt(Workspace.open(settings), goldsets, job.update, keep_untested=keep_untested)
         except RagloupeError as exc:
             job.error = app_message(exc)
         except Exception as exc:  # a bug: the traceback goes to the log, the page says where

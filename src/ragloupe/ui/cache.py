@@ -82,21 +82,22 @@ def get_embedder(settings: Settings):
 def _workspace(key: str, _settings: Settings, _store):
     from ragloupe.workspace import Workspace
 
-    return Workspace(_settings, store=_store, load_embedder=lambda: get_embedder(_settings))
+    return Workspace.open(_settings, store=_store, load_embedder=lambda: get_embedder(_settings))
 
 
 def get_workspace(settings: Settings):
     """The app's Workspace of one index and model (ragloupe.workspace), over get_store() and
     get_embedder() (the model loaded when a search first needs it): every page and rerun searches
     through it and shares its BM25, corpus views, periods and learned model. A store reopened by
-    get_store() (its collection was dropped) gets a fresh workspace."""
+    get_store() (its collection was dropped) gets a fresh workspace. It comes under ``settings``
+    (Workspace.with_settings: the page's own choices, the caches shared)."""
     store = get_store(settings)
     key = json.dumps([store_key(settings), model_key(settings)])
     workspace = _workspace(key, settings, store)
     if workspace.store is not store:
         _workspace.clear()
         workspace = _workspace(key, settings, store)
-    return workspace
+    return workspace.with_settings(settings)
 
 
 @st.cache_resource(show_spinner="Fitting the 2-D map of the chunks (once per index and method: "

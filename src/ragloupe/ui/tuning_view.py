@@ -175,7 +175,7 @@ def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], worksp
         if goldsets:
             bar = st.progress(0.0, text="tuning")
             try:
-                report = tune(goldsets, scope=scope, space=space, settings=settings, workspace=workspace,
+                report = tune(goldsets, scope=scope, space=space, workspace=workspace.with_settings(settings),
                               chunking=chunking_text or None,
                               progress=lambda share, text: bar.progress(min(share, 1.0), text=text))
                 st.session_state["tune_run"] = str(report.path)

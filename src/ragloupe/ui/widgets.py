@@ -197,8 +197,8 @@ def evaluate_with_progress(goldsets: list, modes: list[str], ks: list[int], scop
                      text=f"{kwargs.get('mode', '')}: question {asked[0]} of {total}")
         return ranking
 
-    reports = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, settings=settings,
-                        search_fn=counting_search, workspace=workspace)
+    reports = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, search_fn=counting_search,
+                        workspace=workspace.with_settings(settings))
                for mode in modes]
     bar.progress(1.0, text=f"Done: {len(reports)} run(s) written to {settings.path('runs_dir')}")
     return reports
