@@ -19,8 +19,8 @@ QUESTIONS = ("What was the total capital expenditure in 2020/21?", "number of st
              "How should operators prepare storage tanks for a flood?", "COVID-19 vaccination costs")
 
 
-def _hits(settings, workspace: Workspace, question: str) -> list[tuple]:
-    ranking = search(question, k=10, workspace=workspace.with_settings(settings))
+def _hits(workspace: Workspace, question: str) -> list[tuple]:
+    ranking = search(question, k=10, workspace=workspace)
     return [(h.chunk.chunk_id, h.score) for h in ranking.hits]
 
 
@@ -51,7 +51,7 @@ def test_fresh_workspace_loads_them_and_ranks_as_a_build(saved_copy, embedder, m
     store = open_store(saved_copy)
     built = Workspace.open(saved_copy.replace(index_dir=saved_copy.path("index_dir").parent / "nowhere"),
                       store=store, embedder=embedder)  # its saved copies would live elsewhere: it builds
-    expected = {q: _hits(saved_copy, built, q) for q in QUESTIONS}
+    expected = {q: _hits(built, q) for q in QUESTIONS}
     for module, name in ((features, "build_views"), (doc_periods, "periods_of"), (units, "build_unit_index"),
                          (Store, "all_chunks")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("built instead of loaded"))
@@ -59,7 +59,7 @@ def test_fresh_workspace_loads_them_and_ranks_as_a_build(saved_copy, embedder, m
     loaded.open_dense_index()  # what a starting server runs beside its loads: from the saved chunks
 
     for question in QUESTIONS:
-        assert _hits(saved_copy, loaded, question) == expected[question]
+        assert _hits(loaded, question) == expected[question]
         assert expected[question]
     assert loaded.periods() == built.periods()
     assert list(loaded.chunks()) == list(built.chunks()) and len(loaded.chunks()) == store.count()

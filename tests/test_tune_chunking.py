@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pdf_factory import write_text_pdf
 
+from ragloupe.config import get_settings
 from ragloupe.cli import main
 from ragloupe.cli import tune_cmd
 from ragloupe.evaluate import tuning as T
@@ -37,9 +38,10 @@ def _gold(path: Path, doc_id: str, questions: list[tuple[str, int]]) -> Path:
 def two_documents(settings, small_corpus, tmp_path):
     """An index of small_corpus plus a plant PDF, and gold sets over the report and the plant PDF only."""
     from ragloupe.index.pipeline import run_index
+    from ragloupe.workspace import save_search_copies
 
     write_text_pdf(small_corpus / "plant.pdf", PLANT_PAGES, title="Plant log")
-    summary = run_index([small_corpus], settings)
+    summary = run_index([small_corpus], settings, save_derived=save_search_copies)  # as `ragloupe index`
     assert not summary.errors and summary.documents == 3  # notes.csv, report.pdf, plant.pdf
     gold = [_gold(tmp_path / "report.eval.json", "report",
                   [(f"Section {n} reports on what the board reviewed", n) for n in range(1, 5)]),
@@ -132,7 +134,7 @@ def test_bad_chunking_values_are_one_line_errors(tmp_path, capsys):
 
 
 def test_applying_another_chunking_says_the_index_needs_a_rebuild(tmp_path):
-    settings = T.get_settings()
+    settings = get_settings()
     current = T.Config.of("hybrid", settings)
     chosen = T.Config.of("hybrid", settings, fusion="minmax").on_chunking(384, 96)
     report = T.TuneReport("tune-doc-test", {"decision": {"apply": True, "reason": "because"},
@@ -149,7 +151,7 @@ def test_applying_another_chunking_says_the_index_needs_a_rebuild(tmp_path):
 
 
 def test_decision_names_the_rebuild_a_new_chunking_needs():
-    settings = T.get_settings()
+    settings = get_settings()
     current = T.Config.of("hybrid", settings)
     better = {"objective": {"candidate": 0.9, "baseline": 0.5, "diff": 0.4, "p_value": 0.01,
                             "significant_win": True}}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ragloupe.cli import main
-from ragloupe.config import PROJECT_ROOT
+from ragloupe.config import PROJECT_ROOT, get_settings
 from ragloupe.cli import tune_cmd
 from ragloupe.evaluate import tuning as T
 from ragloupe.evaluate.goldset import GoldQuery, load_goldset
@@ -88,7 +88,7 @@ def _report(decision_apply: bool, config: dict) -> T.TuneReport:
 def test_apply_refuses_without_a_significant_win(tmp_path):
     env = tmp_path / ".env"
     env.write_text("RAGLOUPE_FUSION=minmax\n", encoding="utf-8")
-    config = T.Config.of("bm25", T.get_settings()).as_dict()
+    config = T.Config.of("bm25", get_settings()).as_dict()
     applied, note = tune_cmd.apply_to_env(_report(False, config), env)
     assert not applied and note.startswith("not applied")
     assert env.read_text(encoding="utf-8") == "RAGLOUPE_FUSION=minmax\n"
@@ -97,17 +97,17 @@ def test_apply_refuses_without_a_significant_win(tmp_path):
 def test_apply_rewrites_known_lines_and_appends_the_rest(tmp_path):
     env = tmp_path / ".env"
     env.write_text("# mine\nRAGLOUPE_FUSION=minmax\nOLLAMA_BASE_URL=http://x\n", encoding="utf-8")
-    config = T.Config.of("hybrid", T.get_settings(), fusion="rrf", rrf_k=30, lexical_rerank=False).as_dict()
+    config = T.Config.of("hybrid", get_settings(), fusion="rrf", rrf_k=30, lexical_rerank=False).as_dict()
     applied, _ = tune_cmd.apply_to_env(_report(True, config), env)
     lines = env.read_text(encoding="utf-8").splitlines()
     assert applied
     assert lines[:3] == ["# mine", "RAGLOUPE_FUSION=rrf", "OLLAMA_BASE_URL=http://x"]
     assert "RAGLOUPE_RRF_K=30" in lines and "RAGLOUPE_LEXICAL_RERANK=false" in lines
-    assert T.get_settings().__class__.from_env(env_file=env).fusion == "rrf"
+    assert get_settings().__class__.from_env(env_file=env).fusion == "rrf"
 
 
 def test_decision_needs_a_paired_win_over_the_settings_in_force():
-    settings = T.get_settings()
+    settings = get_settings()
     current, other = T.Config.of("hybrid", settings), T.Config.of("bm25", settings)
     tie = np.zeros((10, len(T.METRICS)))
     better = tie.copy()

@@ -151,6 +151,7 @@ def scratch_index(settings: Settings, variant: Chunking, sources: dict[str, Path
     """The scratch index of ``variant`` over ``sources``: reused when it still matches, else built anew."""
     from ragloupe.evaluate.tune_space import TuningError
     from ragloupe.index.pipeline import run_index
+    from ragloupe.workspace import save_search_copies
 
     directory = scratch_dir(settings, variant)
     main = settings.path("index_dir").resolve()
@@ -165,7 +166,7 @@ def scratch_index(settings: Settings, variant: Chunking, sources: dict[str, Path
         progress(f"building a scratch index for chunking {variant.label()} ({len(sources)} documents)")
     started = time.perf_counter()
     shutil.rmtree(directory, ignore_errors=True)  # exactly these documents, nothing left from before
-    summary = run_index([str(p) for _, p in sorted(sources.items())], scratch)
+    summary = run_index([str(p) for _, p in sorted(sources.items())], scratch, save_derived=save_search_copies)
     if summary.errors:
         first = summary.errors[0]
         raise TuningError(f"the scratch index for chunking {variant.label()} refused {first.doc_id}: {first.error}")
