@@ -35,7 +35,7 @@ def model_in_force(settings: Settings, mode: str, goldsets: Sequence[GoldSet]) -
     from ragloupe.retrieve import learned
     from ragloupe.retrieve.search import parse_mode
 
-    if settings.fusion != "learned" or len(parse_mode(mode).engines) < 2:
+    if settings.fusion != "learned" or not parse_mode(mode).learnable:
         return []
     try:
         model = learned.read(settings)

@@ -1,8 +1,16 @@
-"""The two retrieval engines over the store: dense (Chroma) and BM25 (over Chroma's texts).
+"""What an engine is (the protocol every engine keeps), and ragloupe's two built-in engines.
 
-Each returns its own ranked candidate list, best first, with the engine's
-raw score; fusion and reranking happen later, in replay.py. The chunk BM25
-searched here is the workspace's (Workspace.lexical).
+An engine has a ``name``, says what its score means (``score_meaning``) and
+answers ``search(question, scope, k)`` with its ranked candidates, best first,
+each an ``EngineHit`` carrying the engine's raw score. Fusion, evaluation, the
+failure taxonomy and every view read engines by name from what fetch() returned
+(Candidates.lists, Hit.per_engine); the registry (retrieve/registry.py) says
+which engines exist: these built-ins, plugins of the entry-point group
+``ragloupe.engines``, and outside systems attached by name (ragloupe.attached).
+
+The built-ins search the workspace's store: dense (Chroma) and BM25 (over
+Chroma's texts, the workspace's Workspace.lexical). Fusion and reranking
+happen later, in replay.py.
 
 Scores and their meaning:
 - dense: ``score`` is the cosine similarity, 1 - cosine distance, clipped
@@ -14,22 +22,114 @@ Scores and their meaning:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from ragloupe.index import lexical
 from ragloupe.models import Chunk
+from ragloupe.retrieve import feedback
+from ragloupe.retrieve.modes import timed
 
-ENGINES = ("dense", "bm25")
+DENSE_MEANING = "cosine similarity of the question's and the chunk's embeddings (1 - cosine distance, in [-1, 1])"
+BM25_MEANING = "Okapi BM25 score of the chunk for the question (>= 0, comparable only within one question)"
 
 
 @dataclass(frozen=True)
 class EngineHit:
     chunk: Chunk
-    score: float  # see the module docstring for each engine's meaning
+    score: float  # the engine's raw score: see its score_meaning
     distance: float | None = None  # dense only
+
+
+@dataclass(frozen=True)
+class Question:
+    """What an engine is asked: the text to search and what the question analysis added to it."""
+
+    text: str  # the question, or its rewrite when the mode asked for one and it was used
+    asked: str = ""  # the question as the user asked it (a run file's engine finds its query by it)
+    expansion: tuple[str, ...] = ()  # index tokens of the period variants the question lacks (BM25 reads them)
+
+
+@dataclass
+class Scope:
+    """Where an engine searches: the filters, the face's workspace, and what this fetch shares.
+
+    ``filters`` are normalised (modes.normalise_filters): doc_ids, pages (lo, hi), quality; an
+    engine that cannot honour one says so in its docs (an outside system's chunks have no
+    quality). ``running`` names every engine of this fetch. An engine may add its own stages to
+    ``timings`` (fetch times the rest of its call under its name) and leave by-products for
+    the stages after it in ``shared`` ("query_vector", "chunk_bm25").
+    """
+
+    filters: dict
+    workspace: Any
+    config: Any  # stage_configs.EngineConfig: the BM25 parameters the built-ins read
+    running: frozenset = frozenset()
+    timings: dict = field(default_factory=dict)
+    shared: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """One retrieval engine: a name, what its score means, and its ranked candidates for a question."""
+
+    name: str
+    score_meaning: str
+
+    def search(self, question: Question, scope: Scope, k: int) -> list[EngineHit]:
+        """At most ``k`` candidates, best first, each with the engine's raw score."""
+        ...
+
+
+class DenseEngine:
+    """Nearest chunks to the question's embedding in the workspace's store."""
+
+    name = "dense"
+    score_meaning = DENSE_MEANING
+
+    def search(self, question: Question, scope: Scope, k: int) -> list[EngineHit]:
+        workspace = scope.workspace
+        with timed(scope.timings, "setup"):  # loads the model on the workspace's first call only
+            workspace.embedder
+        with timed(scope.timings, "query_embedding"):
+            embedding = workspace.query_vector(question.text)
+        scope.shared["query_vector"] = embedding
+        # The BM25 reads every chunk anyway: the dense hits are looked up in the same chunks.
+        table = workspace.chunk_table() if "bm25" in scope.running else None
+        return dense_search(workspace.store, embedding, k, scope.filters, table)
+
+
+class BM25Engine:
+    """The chunk BM25 over every chunk of the workspace's store."""
+
+    name = "bm25"
+    score_meaning = BM25_MEANING
+
+    def search(self, question: Question, scope: Scope, k: int) -> list[EngineHit]:
+        config = scope.config
+        with timed(scope.timings, "bm25_index"):
+            corpus = scope.workspace.lexical(config.bm25_k1, config.bm25_b, config.bm25_backend)
+        scope.shared["chunk_bm25"] = corpus
+        if config.feedback_terms > 0:
+            return bm25_feedback_search(corpus, question.text, k, scope.filters, question.expansion, config)
+        return bm25_search(corpus, question.text, k, scope.filters, question.expansion)
+
+
+BUILT_IN: tuple[Engine, ...] = (DenseEngine(), BM25Engine())
+ENGINES = tuple(engine.name for engine in BUILT_IN)  # the built-ins, in the order fetch runs them
+
+
+def run_engine(engine: Engine, question: Question, scope: Scope, k: int) -> list[EngineHit]:
+    """``engine.search``, its time kept under its name beside the sub-stages it recorded itself."""
+    recorded = sum(scope.timings.values())
+    started = time.perf_counter()
+    hits = list(engine.search(question, scope, k))
+    own = time.perf_counter() - started - (sum(scope.timings.values()) - recorded)
+    scope.timings[engine.name] = scope.timings.get(engine.name, 0.0) + own
+    return hits[:k]
 
 
 def chroma_where(filters: dict | None) -> dict | None:
@@ -106,3 +206,15 @@ def bm25_search(index: lexical.LexicalIndex, query: str, n: int,
     """The n best BM25 chunks for the query (plus ``extra_tokens``); filters apply before ranking."""
     return [EngineHit(chunk, score)
             for chunk, score in lexical.search(index, query, n, filters, extra_tokens)]
+
+
+def bm25_feedback_search(corpus: lexical.LexicalIndex, text: str, n: int, filters: dict | None,
+                         expansion: Sequence[str], config) -> list[EngineHit]:
+    """BM25 with pseudo-relevance feedback (retrieve/feedback.py): a first pass, then the question
+    with the feedback words of its best chunks."""
+    mask = corpus.mask(filters)
+    eligible = mask if mask is not None else np.ones(len(corpus), dtype=bool)
+    scores, _ = feedback.feedback_scores(corpus, lexical.tokenize(text) + list(expansion), eligible,
+                                         feedback.FeedbackConfig(config.feedback_terms, config.feedback_docs,
+                                                                 config.feedback_weight))
+    return [EngineHit(chunk, score) for chunk, score in lexical.ranked(corpus, scores, n, filters)]

@@ -18,12 +18,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 
 from ragloupe.config import Settings
 from ragloupe.errors import ACTION, Action
 from ragloupe.index import lexical
-from ragloupe.retrieve import engines, feedback, learned, query_analysis, units
+from ragloupe.retrieve import engines, learned, query_analysis, units
 from ragloupe.retrieve.expansion import bm25_expansion
 from ragloupe.retrieve.reader import Reader
 from ragloupe.retrieve.modes import InvalidSearch, check_choices, check_k, normalise_filters, parse_mode, timed
@@ -79,7 +78,9 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
           with_periods: bool = False, **overrides: Any) -> Candidates:
     """Run the engines for ``query`` through ``workspace``, under its settings and ``overrides``
     for this call (as search()); see the module docstring. ``explain`` also
-    runs the engine the mode does not use, so every hit can show both engines' ranks.
+    runs the built-in engines the mode does not use, so every hit can show both engines' ranks.
+    The engines come from the workspace's registry (Workspace.engines()): the built-ins, plugins
+    and attached outside systems, each run over the candidate window in the registry's order.
     ``unit_views`` ("records", "all") scores those views' whole-unit signals
     besides the one in force, and ``with_periods`` reads the documents' periods
     even when the settings do not need them: ``ragloupe tune`` replays other
@@ -88,7 +89,8 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     workspace = workspace.with_overrides(**overrides)
     settings = workspace.settings
     mode = mode or settings.mode
-    plan = parse_mode(mode)
+    registry = workspace.engines()
+    plan = parse_mode(mode, registry.names())
     k = check_k(k if k is not None else settings.top_k)
     if not query or not query.strip():
         raise InvalidSearch("the query is empty")
@@ -100,7 +102,7 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
     with timed(timings, "setup"):
         store, content = workspace.store, workspace.content_key()
     with workspace.one_content(content):  # the store is asked what it holds once per question
-        learned_fusion = settings.fusion == "learned" and len(plan.engines) > 1
+        learned_fusion = settings.fusion == "learned" and plan.learnable
         periods = None
         if settings.query_analysis or learned_fusion or with_periods:
             with timed(timings, "period"):
@@ -112,18 +114,22 @@ def fetch(query: str, mode: str | None = None, k: int | None = None, filters: di
                 filters = {**filters, "doc_ids": period_scope}
         window = max(int(settings.candidate_window), k)
         engine_config = EngineConfig.of(settings)  # what the engines and the unit signals read
-        run = set(plan.engines) | (set(engines.ENGINES) if explain else set())
-        lists, embedding, corpus = _run_engines(run, search_text, window, filters, expansion, engine_config,
-                                                workspace, timings)
+        run = set(plan.engines) | (set(registry.built_in()) if explain else set())
+        question = engines.Question(search_text, query, tuple(expansion))
+        scope = engines.Scope(filters, workspace, engine_config, frozenset(run), timings)
+        # In the registry's order (dense, then bm25, then the rest), whatever order the mode names them.
+        lists = {name: engines.run_engine(registry.get(name), question, scope, window)
+                 for name in registry.names() if name in run}
+        embedding, corpus = scope.shared.get("query_vector"), scope.shared.get("chunk_bm25")
         if not any(lists.values()) and store.count() == 0:  # asked only when nothing was found
             raise InvalidSearch(f"the index at {settings.path('index_dir')} is empty: {ACTION}",
                                 action=Action.INDEX_FIRST)
         views = [v for v in dict.fromkeys([settings.unit_view, *unit_views]) if v != "none"]
         with timed(timings, "units"):
-            signals = {view: _unit_signals(view, search_text if "bm25" in lists else "", embedding, filters,
+            signals = {view: _unit_signals(view, search_text if corpus is not None else "", embedding, filters,
                                            workspace, engine_config, window) for view in views}
         model, assumed = _model(settings, learned_fusion, workspace)
-        corpus_views = _corpus_views(corpus, "dense" in lists or with_periods, workspace, timings)
+        corpus_views = _corpus_views(corpus, embedding is not None or with_periods, workspace, timings)
     timings["total"] = time.perf_counter() - started
     return Candidates(
         query=query, search_text=search_text, mode=mode, window=window, filters=filters, lists=lists,
@@ -153,43 +159,6 @@ def _read_question(query: str, rewrite: bool, settings: Settings, timings: dict[
         expansion = (bm25_expansion(analysis)
                      if settings.query_analysis and settings.query_expansion else [])
     return search_text, rewritten, analysis, expansion
-
-
-def _run_engines(run: set[str], text: str, window: int, filters: dict, expansion: Sequence[str],
-                 config: EngineConfig, workspace, timings: dict[str, float]):
-    """Each engine's list (dense first, then bm25), the query embedding and the chunk BM25 index."""
-    lists: dict[str, list[engines.EngineHit]] = {}
-    embedding, corpus = None, None
-    if "dense" in run:
-        with timed(timings, "setup"):  # loads the model on the workspace's first call only
-            workspace.embedder
-        with timed(timings, "query_embedding"):
-            embedding = workspace.query_vector(text)
-        with timed(timings, "dense"):
-            # The BM25 reads every chunk anyway: the dense hits are looked up in the same chunks.
-            table = workspace.chunk_table() if "bm25" in run else None
-            lists["dense"] = engines.dense_search(workspace.store, embedding, window, filters, table)
-    if "bm25" in run:
-        with timed(timings, "bm25_index"):
-            corpus = workspace.lexical(config.bm25_k1, config.bm25_b, config.bm25_backend)
-        with timed(timings, "bm25"):
-            if config.feedback_terms > 0:
-                lists["bm25"] = _bm25_feedback(corpus, text, window, filters, expansion, config)
-            else:
-                lists["bm25"] = engines.bm25_search(corpus, text, window, filters, expansion)
-    return lists, embedding, corpus
-
-
-def _bm25_feedback(corpus: lexical.LexicalIndex, text: str, window: int, filters: dict,
-                   expansion: Sequence[str], config: EngineConfig) -> list[engines.EngineHit]:
-    """BM25 with pseudo-relevance feedback (retrieve/feedback.py): a first pass, then the question
-    with the feedback words of its best chunks."""
-    mask = corpus.mask(filters)
-    eligible = mask if mask is not None else np.ones(len(corpus), dtype=bool)
-    scores, _ = feedback.feedback_scores(corpus, lexical.tokenize(text) + list(expansion), eligible,
-                                         feedback.FeedbackConfig(config.feedback_terms, config.feedback_docs,
-                                                                 config.feedback_weight))
-    return [engines.EngineHit(chunk, score) for chunk, score in lexical.ranked(corpus, scores, window, filters)]
 
 
 def _unit_signals(view: str, text: str, embedding, filters: dict, workspace, config: EngineConfig,

@@ -23,7 +23,7 @@ from ragloupe.models import Chunk, EngineScore, Hit, LearnedScore, Ranking
 from ragloupe.retrieve import aggregate, cut, fusion, prefer_tables, query_analysis, rerank
 from ragloupe.retrieve.engines import EngineHit
 from ragloupe.retrieve.fetch import Candidates
-from ragloupe.retrieve.modes import InvalidSearch, ModePlan, check_k, parse_mode, timed
+from ragloupe.retrieve.modes import LEARNED_ENGINES, InvalidSearch, ModePlan, check_k, parse_mode, timed
 from ragloupe.retrieve.stage_configs import CutConfig, FusionConfig, ReaderConfig, RerankConfig, UnitViewConfig
 
 
@@ -167,7 +167,7 @@ def candidate_rows(candidates: Candidates, config) -> tuple[list[Chunk], np.ndar
     if not isinstance(config, ReplayConfig):
         config = ReplayConfig.of(config, "hybrid", 10)
     window = max(int(config.candidate_window), config.k)
-    lists = {engine: candidates.lists[engine][:window] for engine in ("dense", "bm25")}
+    lists = {engine: candidates.lists[engine][:window] for engine in LEARNED_ENGINES}
     fused, _ = _fuse(parse_mode("hybrid"), lists, _replace(config, fusion="rrf").for_fusion())
     chunks = [c.hit.chunk for c in fused]
     rows = features.candidate_features(candidates.search_text, chunks, [c.per_engine for c in fused],
@@ -239,7 +239,8 @@ def _learned_or_fallback(plan: ModePlan, lists: Mapping[str, list[EngineHit]], c
                          model, candidates: Candidates) -> tuple[ReplayConfig, object, str]:
     """The config fusion runs under, the learned model (if it runs) and why it does not (if not).
 
-    A learned model ranks only what it was trained on. Its features assume the
+    A learned model ranks only what it was trained on: the dense and bm25 engines' lists (a
+    mode that fuses another engine is fused by the fallback). Its features assume the
     settings it was trained under (chunking, BM25, embedding model): under
     others it does not fit. And it knows one kind of unit: a model trained on
     report pages says nothing about a record of a CSV. In either case every
@@ -252,6 +253,10 @@ def _learned_or_fallback(plan: ModePlan, lists: Mapping[str, list[EngineHit]], c
     if config.fusion != "learned" or len(plan.engines) < 2:
         return config, model, ""
     fallback = _replace(config, fusion=config.learned_fallback)
+    if not plan.learnable:  # its features read the two engines it was trained on, and no other
+        others = [e for e in plan.engines if e not in LEARNED_ENGINES]
+        return fallback, None, (f"learned fusion was trained on {' and '.join(LEARNED_ENGINES)}; this mode "
+                                f"fuses {', '.join(others)} too")
     if model is None:
         model = candidates.model
         if model is None:
