@@ -149,6 +149,9 @@ class Settings:
     collection: str = DEFAULT_COLLECTION
 
     # --- retrieval ---
+    # The longest an attached HTTP retriever (ragloupe attach NAME --http URL) may take to answer
+    # one question.
+    attached_timeout_s: float = 30.0
     mode: str = "hybrid"
     top_k: int = 10
     # Fusion default: learned, the configuration `ragloupe tune` selects on the shipped Grampian gold

@@ -305,3 +305,30 @@ class AdaptError(RagloupeError):
     an unknown pair kind ...)."""
 
     kind = Kind.REFUSED
+
+
+# --- engines: plugins and outside systems attached by name ---------------------------
+
+class AttachRefused(RagloupeError):
+    """An outside system cannot be attached as given (a bad name, a missing collection, a
+    dimension that does not fit the model)."""
+
+    kind = Kind.REFUSED
+
+
+class EngineNotFound(RagloupeError):
+    """No engine is attached under that name."""
+
+    kind = Kind.NOT_FOUND
+
+
+class EngineUnavailable(RagloupeError):
+    """An attached engine cannot be reached or read now (its server is down, its files are gone)."""
+
+    kind = Kind.UNAVAILABLE
+
+
+class EngineBadReply(RagloupeError):
+    """An attached engine answered with something that is not a ranked list."""
+
+    kind = Kind.BAD_REPLY

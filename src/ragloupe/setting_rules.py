@@ -75,7 +75,7 @@ BOUNDS: dict[str, Bound] = {
     "record_min_chars": _AT_LEAST_0, "max_upload_mb": _AT_LEAST_1, "markup_max_mb": _AT_LEAST_1,
     "chunk_tokens": _AT_LEAST_1, "chunk_overlap": _AT_LEAST_0,
     "chroma_port": Bound(1, 65535),
-    "chroma_timeout_s": _POSITIVE, "record_max_kb": _AT_LEAST_1, "records_file_max_mb": _AT_LEAST_1,
+    "chroma_timeout_s": _POSITIVE, "attached_timeout_s": _POSITIVE, "record_max_kb": _AT_LEAST_1, "records_file_max_mb": _AT_LEAST_1,
     "top_k": _AT_LEAST_1, "candidate_window": _AT_LEAST_1, "rrf_k": _AT_LEAST_0,
     "weight_dense": _AT_LEAST_0, "weight_bm25": _AT_LEAST_0,
     "bm25_k1": _AT_LEAST_0, "bm25_b": _SHARE, "lexical_rerank_weight": _SHARE,

@@ -38,13 +38,15 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ragloupe import attached
+from ragloupe.attached import attachments
 from ragloupe.config import Settings
 from ragloupe.content_cache import ContentCache
 from ragloupe.index import chunk_columns, derived_saved, lexical_saved
 from ragloupe.index.chunk_columns import ChunkColumns, ids_of
 from ragloupe.index.embedder import get_embedder
 from ragloupe.index.store import open_store
-from ragloupe.retrieve import doc_periods, features, learned, units
+from ragloupe.retrieve import doc_periods, features, learned, registry, units
 from ragloupe.retrieve.engines import ChunkTable
 
 QUERY_VECTORS = 1024  # an evaluation sweep asks the same 150 questions under many settings
@@ -70,6 +72,9 @@ class Workspace:
         self._learned: ContentCache = ContentCache(size=1)
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
+        self._engines_lock = threading.Lock()
+        self._plugins: tuple[list, list[str]] | None = None
+        self._registry: tuple[tuple, registry.EngineRegistry] | None = None
 
     @classmethod
     def open(cls, settings: Settings, *, store: Any = None, embedder: Any = None,
@@ -125,6 +130,22 @@ class Workspace:
     @property
     def has_embedder(self) -> bool:
         return self._embedder is not None
+
+    def engines(self) -> registry.EngineRegistry:
+        """The engines this face can search (retrieve/registry.py): the built-ins, the plugins (read once)
+        and the engines attached beside the index (read again when their file changes; an attached
+        engine opens what it reads on its first search)."""
+        stamp = attachments.stamp(self.settings)
+        with self._engines_lock:
+            if self._registry is not None and self._registry[0] == stamp:
+                return self._registry[1]
+            if self._plugins is None:
+                problems: list[str] = []
+                self._plugins = (registry.plugin_entries(problems), problems)
+            outside, outside_problems = attached.attached_entries(self.settings)
+            built = registry.build([*self._plugins[0], *outside], [*self._plugins[1], *outside_problems])
+            self._registry = (stamp, built)
+            return built
 
     # --- what it builds from the store's content --------------------------------
 
