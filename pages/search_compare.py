@@ -18,7 +18,7 @@ from ragloupe.ui.guard import page_errors
 from ragloupe.ui.sidebar import examiner
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.navigation import page_file
-from ragloupe.ui.tables import column_width, comparison_columns, comparison_frame, comparison_styler
+from ragloupe.ui.tables import column_width, comparison_columns, comparison_frame, comparison_styler, other_engines
 from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import md_escape, query_terms
 from ragloupe.ui.labelling import label_form
@@ -56,7 +56,9 @@ with page_errors():
 
     settings = current_settings()
     reader = examiner()
-    base_modes = [mode for mode in MODES if not mode.endswith("+rewrite")]
+    # ragloupe's modes, then each plugin or attached engine as a mode of its own (ragloupe attach)
+    base_modes = [mode for mode in MODES if not mode.endswith("+rewrite")] + list(
+        get_workspace(settings).engines().outside())
     documents = index_documents(settings)
     state.keep(PAGE, {
         "question": "", "modes": ["dense", "bm25", "hybrid"], "k": settings.top_k,
@@ -201,7 +203,7 @@ with page_errors():
                                                          help="position of the chunk on its page"),
                   "doc": st.column_config.TextColumn("doc", width=column_width("doc"), pinned=True),
                   "section": st.column_config.TextColumn("section", width="large")}
-        for name, (header, help_text) in comparison_columns(modes_shown).items():
+        for name, (header, help_text) in comparison_columns(modes_shown, other_engines(rows)).items():
             config[name] = st.column_config.Column(header, help=help_text, width=column_width(name))
         event = None if reader else st.dataframe(
             comparison_styler(frame, modes_shown, k), hide_index=True, width="stretch", column_config=config,

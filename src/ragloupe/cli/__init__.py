@@ -24,7 +24,7 @@ from ragloupe.logs import log_exception, warnings_to_log  # noqa: E402
 # Modules that add subcommands: each has register(subparsers) and sets
 # `handler` on its parsers: handler(args) -> CommandResult.
 COMMAND_MODULES = ("index_cmd", "search_cmd", "eval_cmd", "goldset_cmd", "answer_cmd", "chat_cmd", "tune_cmd",
-                   "check_cmd", "serve_cmd", "doctor_cmd", "collections_cmd", "adapt_cmd")
+                   "check_cmd", "serve_cmd", "doctor_cmd", "collections_cmd", "adapt_cmd", "engines_cmd")
 
 
 class CommandResult:
@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     # must not overwrite the one given before it).
     parser.add_argument("--collection", default=None, metavar="NAME", help=COLLECTION_HELP)
     for subparser in sub.choices.values():
+        if "--collection" in subparser._option_string_actions:  # attach: --collection names a Chroma collection
+            continue
         subparser.add_argument("--collection", default=argparse.SUPPRESS, metavar="NAME", help=COLLECTION_HELP)
     return parser
 

@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("eval", help="evaluate retrieval on gold sets and write a run report",
                         description=__doc__.splitlines()[0])
     ev.add_argument("goldsets", nargs="+", metavar="GOLDSET", help="gold-set JSON files")
-    ev.add_argument("--mode", default=None, help="search mode (default: RAGLOUPE_MODE)")
+    ev.add_argument("--mode", default=None, help="search mode, or an engine by name (`ragloupe engines`), e.g. NAME or hybrid+NAME "
+                         "(default: RAGLOUPE_MODE)")
     ev.add_argument("--k", default="1,3,5,10", help="cutoffs, comma-separated (default 1,3,5,10)")
     ev.add_argument("--scope", choices=("doc", "all"), default="doc",
                     help="doc: each question searches its own document; all: the whole index")

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description=__doc__.splitlines()[0])
     parser.add_argument("query", help="the question")
     parser.add_argument("--mode", default=None,
-                        help="dense | bm25 | hybrid | hybrid+rerank, each optionally +rewrite "
+                        help="dense | bm25 | hybrid | hybrid+rerank, each optionally +rewrite; or an "
+                             "engine by name (`ragloupe engines`): NAME alone, or fused, e.g. hybrid+NAME "
                              "(default: RAGLOUPE_MODE)")
     parser.add_argument("--k", type=int, default=None, help="hits to show (default: RAGLOUPE_TOP_K)")
     parser.add_argument("--doc", action="append", default=[], metavar="ID",
@@ -35,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--pages", default=None, metavar="FIRST-LAST", help="only pages in this range")
     parser.add_argument("--quality", action="append", default=[], help="only chunks of this page quality")
     parser.add_argument("--compare", default=None, metavar="MODES",
-                        help="comma-separated modes shown side by side, e.g. dense,bm25,hybrid")
+                        help="comma-separated modes shown side by side, e.g. dense,bm25,hybrid,NAME "
+                             "(an attached engine beside ragloupe's modes)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
                         help="override a setting for this search, e.g. --set fusion=minmax")
     add_json_flag(parser)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from ragloupe.models import Chunk, EngineScore, Hit, Ranking
 
 LEVELS = ("page", "chunk")
-ENGINES = ("dense", "bm25")
 _ABSENT = EngineScore(None, None)
 
 
@@ -116,7 +115,7 @@ def best_engines(hits: Collection[Hit]) -> dict[str, EngineScore]:
     table and the failure audit agree.
     """
     out = {}
-    for engine in ENGINES:
+    for engine in engine_names(hits):
         listed = [h.per_engine[engine] for h in hits
                   if engine in h.per_engine and h.per_engine[engine].rank is not None]
         out[engine] = min(listed, key=lambda view: view.rank) if listed else _ABSENT
@@ -147,4 +146,9 @@ def _page_cells(ranking: Ranking) -> dict[str, ModeCell]:
 
 
 def _engines(hit: Hit) -> dict[str, EngineScore]:
-    return {engine: hit.per_engine.get(engine, _ABSENT) for engine in ENGINES}
+    return dict(hit.per_engine)
+
+
+def engine_names(hits: Collection[Hit]) -> list[str]:
+    """Every engine that ran for these hits, read from the hits (never a fixed list), in their order."""
+    return list(dict.fromkeys(engine for hit in hits for engine in hit.per_engine))

@@ -101,9 +101,22 @@ SHARED_COLUMNS = {
 }
 
 
-def comparison_columns(modes: list[str]) -> dict[str, tuple[str, str]]:
-    """The table's number columns: name -> (header, help text). Each engine once, then a rank per mode."""
-    columns = dict(SHARED_COLUMNS)
+BUILT_IN_ENGINES = ("dense", "bm25")
+
+
+def other_engines(rows: list) -> list[str]:
+    """The engines besides dense and bm25 that the rows hold (plugins, attached systems), as they come."""
+    return list(dict.fromkeys(engine for row in rows for engine in row.engines if engine not in BUILT_IN_ENGINES))
+
+
+def comparison_columns(modes: list[str], engines: list[str] = ()) -> dict[str, tuple[str, str]]:
+    """The table's number columns: name -> (header, help text). Each engine once (the built-ins, then
+    ``engines``: others the rows hold), then a rank per mode."""
+    columns = {name: value for name, value in SHARED_COLUMNS.items() if name not in ("RRF", "learned")}
+    for engine in engines:
+        columns[f"{engine} rank"] = (f"{engine} #", f"the {engine} engine's best rank of this row's chunks")
+        columns[f"{engine} score"] = (engine, f"that chunk's {engine} score (the engine's own raw score)")
+    columns.update({name: SHARED_COLUMNS[name] for name in ("RRF", "learned")})
     for mode in modes:
         columns[mode_column(mode)] = (f"→{mode}", f"the final rank {mode} gave it (grey: below its top k)")
     return columns
@@ -139,8 +152,9 @@ def comparison_frame(rows: list, modes: list[str], show_doc: bool = True,
         if level == "chunk":
             record["chunk"] = row.chunk.position
             record["kind"] = row.chunk.kind  # text, or table (a table chunk)
-        for engine, rank_name, score_name in (("dense", "dense rank", "cosine"),
-                                              ("bm25", "bm25 rank", "bm25 score")):
+        engines = [("dense", "dense rank", "cosine"), ("bm25", "bm25 rank", "bm25 score")]
+        engines += [(name, f"{name} rank", f"{name} score") for name in other_engines(rows)]
+        for engine, rank_name, score_name in engines:
             view = row.engines.get(engine)
             listed = view is not None and view.rank is not None
             record[rank_name] = view.rank if listed else None
@@ -153,7 +167,7 @@ def comparison_frame(rows: list, modes: list[str], show_doc: bool = True,
         record["section"] = row.section or ABSENT
         records.append(record)
     frame = pd.DataFrame.from_records(records)
-    ranks, scores = _split(modes)
+    ranks, scores = _split(modes, list(frame.columns))
     for name in ranks:
         if name in frame:
             frame[name] = frame[name].astype("Int64")
@@ -163,8 +177,12 @@ def comparison_frame(rows: list, modes: list[str], show_doc: bool = True,
     return frame
 
 
-def _split(modes: list[str]) -> tuple[list[str], list[str]]:
-    return ["dense rank", "bm25 rank", *[mode_column(m) for m in modes]], ["cosine", "bm25 score", "RRF", "learned"]
+def _split(modes: list[str], columns: list[str]) -> tuple[list[str], list[str]]:
+    """The rank columns and the score columns: every engine's (built-in or not), then the modes' ranks."""
+    finals = [mode_column(m) for m in modes]
+    ranks = [c for c in columns if c.endswith(" rank") and c not in finals]
+    scores = ["cosine", *[c for c in columns if c.endswith(" score")], "RRF", "learned"]
+    return ranks + finals, scores
 
 
 def comparison_styler(frame: pd.DataFrame, modes: list[str], k: int):
@@ -172,7 +190,7 @@ def comparison_styler(frame: pd.DataFrame, modes: list[str], k: int):
     mode's final rank bold within its top k and grey below it, and the rows where the modes
     disagree highlighted (green where a mode has the row in its top k, amber where not)."""
     shown = frame.copy()
-    rank_columns, score_columns = (_present(names, shown) for names in _split(modes))
+    rank_columns, score_columns = (_present(names, shown) for names in _split(modes, list(shown.columns)))
     for name in rank_columns:
         shown[name] = shown[name].fillna(ABSENT_RANK).astype("int64")
     for name in score_columns:
