@@ -116,7 +116,7 @@ def test_the_built_ins_go_through_the_registry_and_say_what_their_scores_mean(se
 
 def test_an_unknown_engine_in_a_mode_is_refused_naming_the_mode(settings, embedder):
     with pytest.raises(InvalidSearch, match="unknown search mode 'hybrid\\+nosuch'"):
-        search("capital expenditure", "hybrid+nosuch", workspace=workspace(settings, embedder), settings=settings)
+        search("capital expenditure", "hybrid+nosuch", workspace=workspace(settings, embedder))
 
 
 # --- a plugin: one file and its distribution's entry point ---------------------------------
@@ -157,7 +157,7 @@ def test_a_plugin_engine_is_searched_compared_and_scored_with_no_other_file_chan
     assert frame.loc[frame["page"] == "5", "wordcount score"].iloc[0] == 2.0
 
     # Evaluation scores it like any mode.
-    report = evaluate([gold_path], mode="wordcount", ks=(1, 3), settings=settings, workspace=held, write=False)
+    report = evaluate([gold_path], mode="wordcount", ks=(1, 3), workspace=held, write=False)
     assert report.data["mode"] == "wordcount"
     assert report.data["metrics"]["all"]["hit@1"]["mean"] == 1.0
 
@@ -165,8 +165,8 @@ def test_a_plugin_engine_is_searched_compared_and_scored_with_no_other_file_chan
 def test_search_is_replay_of_fetch_for_a_mode_fusing_a_plugin(plugin_on_path, settings, embedder):
     held = workspace(settings, embedder)
     question = "Which clinics delivered vaccination doses?"
-    direct = search(question, "hybrid+wordcount", k=5, settings=settings, workspace=held)
-    replayed = replay(fetch(question, "hybrid+wordcount", 5, None, settings, workspace=held), settings,
+    direct = search(question, "hybrid+wordcount", k=5, workspace=held)
+    replayed = replay(fetch(question, "hybrid+wordcount", 5, None, workspace=held), settings,
                       mode="hybrid+wordcount", k=5)
     assert [(h.chunk.chunk_id, h.score) for h in direct.hits] == [(h.chunk.chunk_id, h.score) for h in replayed.hits]
     assert set(direct.hits[0].per_engine) == {"dense", "bm25", "wordcount"}
@@ -174,7 +174,7 @@ def test_search_is_replay_of_fetch_for_a_mode_fusing_a_plugin(plugin_on_path, se
 
 def test_learned_fusion_falls_back_for_a_mode_with_an_engine_it_was_not_trained_on(
         plugin_on_path, settings, embedder):
-    ranking = search("capital expenditure", "hybrid+wordcount", k=3, settings=settings,
+    ranking = search("capital expenditure", "hybrid+wordcount", k=3,
                      workspace=workspace(settings, embedder), fusion="learned", learned_fallback="rrf")
     assert ranking.fusion.startswith("rrf") and "trained on dense and bm25" in ranking.fusion
 
@@ -189,7 +189,7 @@ def test_a_python_retriever_attached_ranks_its_units_with_its_scores(settings, e
     '''), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     attached.attach(settings, "myfn", "python", function="my_retriever:retrieve")
-    ranking = search("anything at all", "myfn", k=5, settings=settings, workspace=workspace(settings, embedder))
+    ranking = search("anything at all", "myfn", k=5, workspace=workspace(settings, embedder))
     assert [h.chunk.unit for h in ranking.hits] == ["report#p6", "report#p5", "guidance#4.1"]
     assert [h.per_engine["myfn"].score for h in ranking.hits] == [0.9, 0.5, 1 / 3]
     assert ranking.hits[0].chunk.text == "our own chunk"
@@ -252,10 +252,10 @@ def test_a_run_file_attached_answers_its_gold_questions_and_evaluates(settings, 
                    "G2 Q0 report#p3 1 5.0 theirs\n", encoding="utf-8")
     attached.attach(settings, "theirs", "run", path=str(run), goldsets=[str(gold_path)])
     held = workspace(settings, embedder)
-    ranking = search("how much was CAPITAL expenditure?", "theirs", k=5, settings=settings, workspace=held)
+    ranking = search("how much was CAPITAL expenditure?", "theirs", k=5, workspace=held)
     assert [(h.chunk.unit, h.per_engine["theirs"].score) for h in ranking.hits] == [
         ("report#p6", 9.0), ("report#p5", 8.0)]
-    report = evaluate([gold_path], mode="theirs", ks=(1, 3), settings=settings, workspace=held, write=False)
+    report = evaluate([gold_path], mode="theirs", ks=(1, 3), workspace=held, write=False)
     assert report.data["metrics"]["all"]["hit@1"]["mean"] == 0.5  # G1's gold page is second, G2's first
     assert report.data["metrics"]["all"]["hit@3"]["mean"] == 1.0
 
@@ -302,13 +302,13 @@ def test_a_chroma_collection_attached_is_searched_evaluated_and_left_byte_for_by
 
     attached.attach(settings, "theirs", "chroma", embedder=embedder, collection="their-docs", path=str(directory))
     held = workspace(settings, embedder)
-    ranking = search("How much was capital expenditure?", "theirs", k=3, settings=settings, workspace=held)
+    ranking = search("How much was capital expenditure?", "theirs", k=3, workspace=held)
     assert ranking.hits[0].chunk.unit == "report#p5"
     best = ranking.hits[0].per_engine["theirs"]
     assert best.score == -best.distance and -2.0 < best.score < 0  # their collection's l2: negated distance
-    filtered = search("capital", "theirs", k=5, filters={"pages": (1, 2)}, settings=settings, workspace=held)
+    filtered = search("capital", "theirs", k=5, filters={"pages": (1, 2)}, workspace=held)
     assert {h.chunk.page for h in filtered.hits} <= {1, 2} and filtered.hits
-    report = evaluate([gold_path], mode="theirs", ks=(1, 3), settings=settings, workspace=held, write=False)
+    report = evaluate([gold_path], mode="theirs", ks=(1, 3), workspace=held, write=False)
     assert report.data["metrics"]["all"]["hit@3"]["mean"] == 1.0
 
     assert _files(directory) == before
