@@ -63,6 +63,10 @@ VARIANTS = {
     # A fixed number of steps, so that variants compare whatever the machine's load.
     "inbatch-128tok-lr5e-5-30": {"adapt_max_steps": 30, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
                                  "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
+    "hardneg-128tok-lr5e-5-30": {"adapt_max_steps": 30, "adapt_max_seconds": 7200, "adapt_hard_negatives": True,
+                                 "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
+    "inbatch-128tok-lr5e-5-90": {"adapt_max_steps": 90, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                                 "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
     "steps-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200},
     "no-hard-negatives-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_hard_negatives": False},
     "sentences-only-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_pair_kinds": "sentence"},

@@ -94,14 +94,18 @@ def fine_tune(model, pairs: Sequence[Pair], config: TrainConfig,
     if not plan:
         result.stopped_by = "no pairs" if not pairs else "steps"
         return result
-    model.max_seq_length = min(int(model.max_seq_length), config.max_seq_length)
+    # Shorter passages in training only: the saved model reads as many tokens as before, the
+    # chunk budget of the index (chunking.content_budget) rests on it.
+    reads = int(model.max_seq_length)
+    model.max_seq_length = min(reads, config.max_seq_length)
     # A batch of 32 queries, 32 positives and 32 negatives of 256 tokens kept ~8 GB of
     # activations for the backward pass; above CHECKPOINT_TOKENS passage tokens a step recomputes
     # each layer's activations in the backward pass instead (~1 GB, a third more compute).
     passages = config.batch_size * (2 if any(p.negative for p in pairs) else 1)
     transformer = getattr(model[0], "auto_model", None)
-    if passages * model.max_seq_length > CHECKPOINT_TOKENS and transformer is not None \
-            and getattr(transformer, "supports_gradient_checkpointing", False):
+    recompute = passages * model.max_seq_length > CHECKPOINT_TOKENS and transformer is not None \
+        and getattr(transformer, "supports_gradient_checkpointing", False)
+    if recompute:
         transformer.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     warmup = max(1, int(len(plan) * WARMUP_SHARE))
@@ -124,7 +128,8 @@ def fine_tune(model, pairs: Sequence[Pair], config: TrainConfig,
             result.stopped_by = "time"
             break
     model.eval()
-    if transformer is not None and getattr(transformer, "is_gradient_checkpointing", False):
+    model.max_seq_length = reads
+    if recompute:
         transformer.gradient_checkpointing_disable()
     result.seconds = round(time.perf_counter() - started, 1)
     result.epochs = round(result.steps / steps_per_epoch, 2)
