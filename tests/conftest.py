@@ -295,7 +295,7 @@ def small_corpus(tmp_path: Path) -> Path:
 # The files that take longest (`pytest --durations`), slowest first: `make test` runs the
 # suite in two processes, each taking whole files (pytest-xdist --dist loadfile), and
 # starting the long ones first keeps one process from finishing alone at the end.
-_LONG_FILES = ("test_browser.py", "test_browser_goldsets.py", "test_browser_seeds.py",
+_LONG_FILES = ("test_browser.py", "test_browser_goldsets.py", "test_browser_seeds.py", "test_browser_engines.py",
                "test_answer_cli.py", "test_projections.py", "test_embedded_llm.py", "test_chat_cli.py",
                "test_index_consistency.py", "test_tuning.py", "test_index_small_faults.py",
                "test_ingest_faults.py", "test_chroma_faults.py", "test_answer.py")
