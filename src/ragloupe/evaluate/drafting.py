@@ -31,7 +31,10 @@ from typing import Callable, Iterable, Sequence
 
 from ragloupe.config import Settings
 from ragloupe.errors import LlmBadOutput, LlmUnavailable
+from ragloupe.evaluate import usersets
+from ragloupe.generate.llm import get_client
 from ragloupe.numbers import match_answer
+from ragloupe.retrieve.search import search
 
 MIN_UNIT_CHARS = 200  # a unit shorter than this has too little to ask about
 PROMPT_CHARS = 3000  # the unit text the model is shown
@@ -234,10 +237,6 @@ def draft_for(settings: Settings, name: str, n: int, workspace, client=None) -> 
 
     LlmUnavailable, saying what to configure, when no LLM answers; nothing is saved then.
     """
-    from ragloupe.evaluate import usersets
-    from ragloupe.generate.llm import get_client
-    from ragloupe.retrieve.search import search
-
     if n < 1:
         raise usersets.GoldSetInvalid("ask for at least one draft")
     client = client or get_client(settings)

@@ -24,6 +24,7 @@ from ragloupe.errors import LlmBadOutput, LlmUnavailable
 from ragloupe.generate.answer import Answer, answer
 from ragloupe.generate.llm import LlmClient, get_client
 from ragloupe.models import Ranking
+from ragloupe.retrieve.search import search
 
 HISTORY_TURNS = 3  # earlier turns the rewrite reads
 ANSWER_CHARS = 400  # of each earlier answer shown to the rewrite
@@ -62,8 +63,7 @@ class Conversation:
 
     def ask(self, question: str, search_fn: Callable[..., Ranking] | None = None) -> Turn:
         """Rewrite (with history), retrieve, answer; an LLM failure is kept on the turn, never raised."""
-        if search_fn is None:
-            from ragloupe.retrieve.search import search as search_fn
+        search_fn = search_fn or search
         started = time.perf_counter()
         client = self.client or get_client(self.settings)
         standalone, note = standalone_question(question, self.turns, client, self.settings)
