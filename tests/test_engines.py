@@ -246,6 +246,21 @@ def test_an_http_retriever_gets_the_question_and_its_ranking_is_compared_with_ra
     assert row.cells["svc"].rank == 1 and row.cells["bm25"] is not None
 
 
+def test_the_api_lists_an_attached_engine_and_searches_it_by_name(settings, http_retriever):
+    from api_server import ApiServer
+
+    attached.attach(settings, "svc", "http", url=http_retriever)
+    with ApiServer(settings) as api:
+        listed = api.client.get("/api/v1/engines").json()
+        assert {"name": "svc", "origin": "attached"}.items() <= next(
+            e for e in listed["engines"] if e["name"] == "svc").items()
+        answer = api.client.post("/api/v1/search", json={"question": "vaccination clinics", "mode": "svc", "k": 5})
+    assert answer.status_code == 200
+    ranked = answer.json()["ranking"]
+    assert ranked["mode"] == "svc"
+    assert [(h["chunk"]["page"], h["per_engine"]["svc"]["score"]) for h in ranked["hits"]] == [(3, 7.5), (2, 3.0)]
+
+
 def test_a_run_file_attached_answers_its_gold_questions_and_evaluates(settings, embedder, tmp_path, gold_path):
     run = tmp_path / "theirs.run"
     run.write_text("G1 Q0 report#p6 1 9.0 theirs\nG1 Q0 report#p5 2 8.0 theirs\n"

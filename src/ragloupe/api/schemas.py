@@ -52,7 +52,8 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     question: str = Field(min_length=1, max_length=2000)
     k: int = Field(10, ge=1, le=100)
-    mode: str | None = Field(None, description="dense | bm25 | hybrid | hybrid+rerank (default: RAGLOUPE_MODE)")
+    mode: str | None = Field(None, description="dense | bm25 | hybrid | hybrid+rerank, or an engine by name "
+                                                     "(GET /api/v1/engines): NAME, hybrid+NAME (default: RAGLOUPE_MODE)")
     doc_ids: list[str] = Field(default_factory=list, description="whole-index search only: restrict to these")
     query_id: str | None = Field(None, description="a gold question id: the result says where its gold pages landed")
     include_generated_answer: bool = Field(False, description="also answer from the hits (200 without an LLM: "

@@ -6,7 +6,8 @@ fields acts), with ragloupe's own ``ranking`` alongside: the CLI's `search --jso
 both engines always run, so every hit carries the dense and the BM25 rank and score. With a
 gold question id, ``gold`` says where its gold units landed; with include_generated_answer,
 an answer from the hits with its groundedness screen (200 without an LLM:
-generation_status says why).
+generation_status says why). ``mode`` may name an engine (a plugin's or one attached with
+`ragloupe attach`); GET /api/v1/engines lists them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from ragloupe.api import evidencerag
 from ragloupe.api.schemas import SearchRequest
 
 router = APIRouter(prefix="/api/v1", tags=["search"])
+
+
+@router.get("/engines")
+def list_engines(request: Request) -> dict[str, Any]:
+    """The engines a mode can name (built-in, plugins, attached) with what each score means, and the
+    plugins or attachments left out, each with its reason."""
+    registry = request.app.state.resources.workspace().engines()
+    return {"engines": registry.describe(), "problems": list(registry.problems)}
 
 
 @router.post("/search")
