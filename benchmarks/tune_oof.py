@@ -1,7 +1,7 @@
 """Out-of-fold retrieval figures per gold-set family, from the product's own `ragloupe tune`.
 
     .venv/bin/python benchmarks/tune_oof.py [--space full] [--parts families,all]
-                                            [--chunking 256/64,384/96] [--out PATH]
+                                            [--chunking 256/64,384/96] [--confirm PATH...] [--out PATH]
 
 On the index RAGLOUPE_INDEX_DIR points at, which must hold every family's
 documents: the three Grampian reports, data/benchmarks/natech/guidance.csv and
@@ -13,7 +13,12 @@ a document the index lacks are left out, and the JSON says how many.
 1. ``families``: tune on every tuning gold set of every family at once, each
    question scoped to its document: ``benchmark`` (grampian/eval/*.eval.json,
    the 150), ``whole-report`` (grampian/whole/*.whole.json), ``natech``
-   (guidance.gold.json) and ``manuals`` (manuals/eval/*.eval.json). One group
+   (guidance.gold.json), ``manuals`` (manuals/eval/*.eval.json) and the
+   paraphrased families (grampian/paraphrased, manuals/paraphrased,
+   natech/paraphrased.gold.json: written blind, no run of three content words
+   from the page). The default rule (evaluate/tune_rule.py) is applied to the
+   choice; ``--confirm PATH...`` names the confirmation family that gates it
+   (never chosen on; without it the verdict is provisional). One group
    per report, Natech chapter and manual is held out in turn; each fold chooses
    on the worst family's objective (evaluate/tune_folds.py). Per family: the
    out-of-fold Hit@1 / Hit@3 / MRR@10 with bootstrap CIs, Hit@1 per quarter of

@@ -271,7 +271,7 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env, workspace
     labels = [e.label for tab in app.tabs for e in tab.expander]
     assert any("★ gold" in label for label in labels)
     assert all("dense" in label and "bm25" in label for label in labels)
-    # What fused the hybrid (the default: learned, on report pages) is said; one-engine modes fuse nothing.
+    # What fused the hybrid (the default: min-max) is said; one-engine modes fuse nothing.
     fusions = [t.value for t in app.text if t.value.startswith("Fusion: ")]
     assert fusions == [f"Fusion: {rankings['hybrid'].fusion}"] == [f"Fusion: {app_env.fusion}"]
 

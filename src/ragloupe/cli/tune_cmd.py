@@ -84,10 +84,14 @@ def default_goldsets() -> list[Path]:
 
 
 def confirmation_paths(given: list[str]) -> list[Path]:
-    """The --confirm arguments as gold-set files: a folder stands for the *.json files in it."""
+    """The --confirm arguments as gold-set files: a folder stands for the *.confirm.json files under it
+    (at any depth), or when it has none, the *.json files in it."""
     paths: list[Path] = []
     for item in map(Path, given):
-        paths += sorted(p for p in item.glob("*.json") if p.is_file()) if item.is_dir() else [item]
+        if item.is_dir():
+            paths += sorted(item.rglob("*.confirm.json")) or sorted(p for p in item.glob("*.json") if p.is_file())
+        else:
+            paths.append(item)
     return paths
 
 
