@@ -3,8 +3,9 @@
     ragloupe search "question" --mode hybrid --k 10 [--doc ID] [--json]
     ragloupe search "question" --compare dense,bm25,hybrid
 
-The table always runs both engines (``explain``), so a dense-only ranking
-still shows where BM25 put each hit, and the other way round. Chunk text is
+The table always runs both built-in engines (``explain``), so a dense-only
+ranking still shows where BM25 put each hit, and the other way round; an
+engine a mode names (a plugin's, an attached one's) gets a column of its own. Chunk text is
 shown as plain data: whitespace collapsed, control characters dropped, cut
 to a few words.
 """
@@ -153,11 +154,19 @@ def _summary(ranking: Ranking) -> list[str]:
     return lines
 
 
+def other_engines(hits) -> list[str]:
+    """The engines besides dense and bm25 that ranked these hits (plugins, attached systems)."""
+    return list(dict.fromkeys(e for h in hits for e in h.per_engine if e not in ("dense", "bm25")))
+
+
 def format_ranking(ranking: Ranking) -> str:
+    others = other_engines(ranking.hits)
     header = ["rank", "doc", "page", "section", "dense rank/sim", "bm25 rank/score",
-              "fused", "rrf", "score", "rerank", "margin", "period", "first words"]
+              *(f"{e} rank/score" for e in others), "fused", "rrf", "score", "rerank", "margin", "period",
+              "first words"]
     rows = [[str(h.rank), h.chunk.doc_id, _where(h), first_words(h.chunk.section, 24),
              _engine_cell(h.per_engine.get("dense"), 3), _engine_cell(h.per_engine.get("bm25"), 2),
+             *(_engine_cell(h.per_engine.get(e), 3) for e in others),
              _num(h.fused_score), _num(h.rrf_score), _num(h.score), _change(h.rerank_change), _num(h.margin),
              _period(h), first_words(h.chunk.text)] for h in ranking.hits]
     if not rows:
@@ -198,7 +207,10 @@ def format_comparison(rankings: Sequence[Ranking]) -> str:
     def order(row: dict) -> tuple:
         return tuple(row["ranks"].get(mode, 10**6) for mode in modes)
 
-    header = ["doc", "page", "section", *modes, "dense rank/sim", "bm25 rank/score", "first words"]
+    others = other_engines([row["hit"] for row in rows.values()] + [
+        h for r in rankings for h in r.hits])
+    header = ["doc", "page", "section", *modes, "dense rank/sim", "bm25 rank/score",
+              *(f"{e} rank/score" for e in others), "first words"]
     table_rows = []
     for row in sorted(rows.values(), key=order):
         hit = row["hit"]
@@ -206,6 +218,7 @@ def format_comparison(rankings: Sequence[Ranking]) -> str:
             hit.chunk.doc_id, _where(hit), first_words(hit.chunk.section, 24),
             *(str(row["ranks"][m]) if m in row["ranks"] else ABSENT for m in modes),
             _engine_cell(row["engines"].get("dense"), 3), _engine_cell(row["engines"].get("bm25"), 2),
+            *(_engine_cell(row["engines"].get(e), 3) for e in others),
             first_words(hit.chunk.text)])
     parts = [f"query: {first_words(rankings[0].query, 200)}" if rankings else "", _table(header, table_rows)]
     for ranking in rankings:

@@ -42,13 +42,18 @@ def hit_numbers(rank: int, score: float, engines: dict) -> str:
     """'#3 · score 0.8123 · dense #5 · 0.612 · bm25 —': a hit's place in one line."""
     return (f"#{rank} · score {fmt_score(score, 4)} · "
             + " · ".join(f"{engine} {fmt_engine(*_view(engines.get(engine)))}"
-                         for engine in ("dense", "bm25")))
+                         for engine in engine_names(engines)))
+
+
+def engine_names(engines: dict) -> list[str]:
+    """dense and bm25 (always named, "—" when they did not run), then every other engine the hit holds."""
+    return ["dense", "bm25", *(e for e in engines if e not in ("dense", "bm25"))]
 
 
 def engine_ranks_label(hit: Hit) -> str:
-    """'dense #3 · bm25 —' for a collapsed hit's label."""
+    """'dense #3 · bm25 —' for a collapsed hit's label (and any other engine that ranked it)."""
     return " · ".join(f"{engine} {fmt_rank(_view(hit.per_engine.get(engine))[0])}"
-                      for engine in ("dense", "bm25"))
+                      for engine in engine_names(hit.per_engine))
 
 
 def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ()) -> None:
@@ -57,10 +62,10 @@ def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ())
     kind = " · table" if hit.chunk.kind == "table" else ""
     with st.expander(md_escape(f"#{hit.rank} {chunk_label(hit.chunk)}{kind} · "
                                f"{engine_ranks_label(hit)}{gold}")):
-        dense, bm25 = hit.per_engine.get("dense"), hit.per_engine.get("bm25")
+        engines = " | ".join(f"{engine} {fmt_engine(*_view(hit.per_engine.get(engine)))}"
+                             for engine in engine_names(hit.per_engine))
         st.text(
-            f"score {fmt_score(hit.score, 4)} | dense {fmt_engine(*_view(dense))} | "
-            f"bm25 {fmt_engine(*_view(bm25))} | fused {fmt_score(hit.fused_score, 4)} | "
+            f"score {fmt_score(hit.score, 4)} | {engines} | fused {fmt_score(hit.fused_score, 4)} | "
             f"rrf {fmt_score(hit.rrf_score, 4)} | rerank {fmt_change(hit.rerank_change)} | "
             f"margin {fmt_score(hit.margin, 4)}\n"
             f"section: {hit.chunk.section or '—'} | quality: {hit.chunk.quality}"
