@@ -13,6 +13,7 @@ from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.table_view import KINDS, page_beside_tables, page_side_by_side, show_chunk
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import chunk_label, chunk_metadata
+from ragloupe.ui.attached_view import attached_collection_section
 
 st.title("Chunk Explorer")
 st.caption("Every chunk in the index with its metadata and full text; pages that ingestion "
@@ -111,3 +112,5 @@ with page_errors():
     if report.refused:
         st.subheader("Files refused")
         st.dataframe(pd.DataFrame(report.refused), hide_index=True, width="stretch")
+
+    attached_collection_section(settings)

@@ -12,6 +12,7 @@ from ragloupe.ui.guard import app_message, page_errors
 from ragloupe.index.pipeline import clear_index
 from ragloupe.ingest.uploads import UPLOAD_SUFFIXES, delete_source, raw_sources, save_upload
 from ragloupe.ui.widgets import flash, index_summary, show_flash
+from ragloupe.ui.attached_view import attach_section
 
 st.title("Index")
 st.caption("Only new and modified files are read and embedded; unchanged ones cost a hash. "
@@ -115,3 +116,5 @@ with page_errors():
         forget_job(settings)
         flash("The index is empty. Run the re-index to fill it again.")
         st.rerun()
+
+    attach_section(settings)

@@ -364,7 +364,59 @@ def test_attach_engines_and_remove_on_the_command_line(settings, tmp_path, monke
     assert main(["search", "vaccination", "--compare", "bm25,mine", "--json"]) == 0
     compared = json.loads(capsys.readouterr().out)["modes"]
     assert compared["mine"]["hits"][0]["per_engine"]["mine"]["rank"] == 1
+    assert main(["search", "vaccination", "--mode", "mine"]) == 0
+    table = capsys.readouterr().out
+    assert "mine rank/score" in table.splitlines()[0] and " 1/1.000 " in table.splitlines()[2]
     assert main(["attach", "--remove", "mine"]) == 0
     assert main(["attach", "--remove", "mine"]) == 2
     assert "no engine is attached as 'mine'" in capsys.readouterr().err
     sys.modules.pop("cli_retriever", None)
+
+
+# --- the app: the Index page's attach form and the Chunk Explorer's attached collection ------------
+
+@pytest.fixture
+def app_settings(settings, monkeypatch):
+    """This test's copy of the engines index, for pages that read settings themselves."""
+    monkeypatch.setenv("RAGLOUPE_INDEX_DIR", str(settings.path("index_dir")))
+    monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "none")
+    return settings
+
+
+def test_the_index_page_attaches_a_python_retriever_and_lists_it(app_settings, tmp_path, monkeypatch):
+    from app_pages import assert_clean, run_page
+
+    (tmp_path / "page_retriever.py").write_text("def retrieve(q):\n    return ['report#p2']\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    app = run_page("index_manage")
+    app.text_input(key="engines.name").set_value("pagefn")
+    app.radio(key="engines.kind").set_value("python")
+    app.text_input(key="engines.target").set_value("page_retriever:retrieve")
+    next(b for b in app.button if b.label == "Attach").click()
+    app.run()
+    assert_clean(app)
+    assert any("pagefn attached" in s.value for s in app.success)
+    assert [a.name for a in attached.load(app_settings)[0]] == ["pagefn"]
+    app.run()
+    assert any(t.value.startswith("pagefn (attached): python page_retriever:retrieve") for t in app.text)
+    sys.modules.pop("page_retriever", None)
+
+
+def test_the_chunk_explorer_browses_an_attached_collection_and_ranks_its_texts_by_bm25(
+        app_settings, embedder, tmp_path):
+    from app_pages import assert_clean, run_page
+
+    directory = tmp_path / "lc-db"
+    texts = [text for _, text in REPORT_PAGES]
+    _write_collection(directory, "their-docs", [{"source": "docs/report.pdf", "page": p - 1} for p, _ in REPORT_PAGES],
+                      texts, embedder.encode(texts))
+    before = _files(directory)
+    attached.attach(app_settings, "theirs", "chroma", embedder=embedder, collection="their-docs", path=str(directory))
+    app = run_page("chunk_explorer")
+    assert next(m.value for m in app.metric if m.label == "Chunks in theirs") == f"{len(REPORT_PAGES):,}"
+    app.text_input(key="explorer.attached_q").set_value("capital expenditure Baird hospital")
+    app.run()
+    assert_clean(app)
+    ranked = app.dataframe[-1].value
+    assert ranked.iloc[0]["theirs (BM25)"] == "report#p5" and ranked.iloc[0]["your dense"] == "report#p5"
+    assert _files(directory) == before
