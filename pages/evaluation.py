@@ -32,7 +32,9 @@ with page_errors():
     with st.form("evaluate"):
         chosen = st.multiselect("Gold sets", list(paths), key=f"{PAGE}.goldsets")
         left, middle, right = st.columns([3, 2, 1])
-        modes = left.multiselect("Modes", MODES, key=f"{PAGE}.modes")
+        # ragloupe's modes, then each plugin or attached engine as a mode of its own (ragloupe attach)
+        modes = left.multiselect("Modes", [*MODES, *get_workspace(settings).engines().outside()],
+                                 key=f"{PAGE}.modes")
         ks_text = middle.text_input("k sweep", key=f"{PAGE}.ks",
                                     help="whole numbers separated by commas, e.g. 1,3,5,10")
         scope = right.radio("Scope", ("doc", "all"), key=f"{PAGE}.scope",

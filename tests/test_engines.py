@@ -399,6 +399,9 @@ def test_the_index_page_attaches_a_python_retriever_and_lists_it(app_settings, t
     assert [a.name for a in attached.load(app_settings)[0]] == ["pagefn"]
     app.run()
     assert any(t.value.startswith("pagefn (attached): python page_retriever:retrieve") for t in app.text)
+    # ... and it is a mode on the Evaluation page, beside ragloupe's (Search & compare: test_browser_engines).
+    evaluation = run_page("evaluation")
+    assert {"hybrid", "pagefn"} <= set(evaluation.multiselect(key="evaluation.modes").options)
     sys.modules.pop("page_retriever", None)
 
 
