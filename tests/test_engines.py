@@ -350,7 +350,7 @@ def test_an_unknown_layout_asks_for_the_fields(settings, embedder, tmp_path):
 
 # --- the command line ----------------------------------------------------------------------
 
-def test_attach_engines_and_remove_on_the_command_line(settings, tmp_path, monkeypatch, capsys):
+def test_attach_engines_and_remove_on_the_command_line(settings, tmp_path, monkeypatch, capsys, gold_path):
     monkeypatch.setenv("RAGLOUPE_INDEX_DIR", str(settings.path("index_dir")))
     (tmp_path / "cli_retriever.py").write_text("def retrieve(q):\n    return ['report#p2']\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -367,6 +367,11 @@ def test_attach_engines_and_remove_on_the_command_line(settings, tmp_path, monke
     assert main(["search", "vaccination", "--mode", "mine"]) == 0
     table = capsys.readouterr().out
     assert "mine rank/score" in table.splitlines()[0] and " 1/1.000 " in table.splitlines()[2]
+    monkeypatch.setenv("RAGLOUPE_RUNS_DIR", str(tmp_path / "runs"))
+    assert main(["eval", str(gold_path), "--mode", "mine", "--k", "1,3", "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["run_id"].startswith("mine") or "mine" in scored["path"]
+    assert scored["metrics"]["hit@3"]["mean"] == 0.0  # it names page 2 only; the gold pages are 5 and 3
     assert main(["attach", "--remove", "mine"]) == 0
     assert main(["attach", "--remove", "mine"]) == 2
     assert "no engine is attached as 'mine'" in capsys.readouterr().err
