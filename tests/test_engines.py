@@ -30,6 +30,7 @@ from ragloupe.errors import AttachRefused
 from ragloupe.evaluate.runs import evaluate
 from ragloupe.index.pipeline import run_index
 from ragloupe.retrieve.search import InvalidSearch, fetch, replay, search
+from ragloupe.ui.charts import bump_chart
 from ragloupe.ui.tables import comparison_frame
 from ragloupe.workspace import Workspace
 
@@ -155,6 +156,8 @@ def test_a_plugin_engine_is_searched_compared_and_scored_with_no_other_file_chan
     frame = comparison_frame(rows, ["hybrid", "wordcount"], level="page")
     assert frame.loc[frame["page"] == "5", "wordcount rank"].iloc[0] == 1
     assert frame.loc[frame["page"] == "5", "wordcount score"].iloc[0] == 2.0
+    line = bump_chart(rankings["wordcount"], k=3).data[0]  # the first hit's line: an axis per engine
+    assert tuple(line.x) == ("dense", "bm25", "wordcount", "final") and line.y[2] == 1 and line.y[3] == 1
 
     # Evaluation scores it like any mode.
     report = evaluate([gold_path], mode="wordcount", ks=(1, 3), workspace=held, write=False)

@@ -10,12 +10,19 @@ import plotly.graph_objects as go
 from ragloupe.models import Ranking
 from ragloupe.ui.tables import ENGINES, engine_rank
 
-STAGES = (*ENGINES, "final")
+STAGES = (*ENGINES, "final")  # the built-ins' axes, always drawn so two modes' charts read alike
+
+
+def stages_of(hits) -> tuple[str, ...]:
+    """dense, bm25, then every other engine that ranked these hits (read from them), then final."""
+    others = dict.fromkeys(e for hit in hits for e in hit.per_engine if e not in ENGINES)
+    return (*ENGINES, *others, "final")
 
 
 def bump_chart(ranking: Ranking, gold_units: Collection[str] = (), k: int | None = None,
                height: int = 300) -> go.Figure:
-    """Each of the first k hits as a line through its dense rank, bm25 rank and final rank.
+    """Each of the first k hits as a line through its dense rank, bm25 rank (and any other engine's
+    that ranked the hits: a plugin's, an attached one's) and final rank.
 
     An engine that did not list the hit leaves a gap (no point), so a line
     starting at "final" only says plainly that one engine alone put it there.
@@ -24,14 +31,16 @@ def bump_chart(ranking: Ranking, gold_units: Collection[str] = (), k: int | None
     """
     figure = go.Figure()
     hits = ranking.hits[:k] if k else ranking.hits
+    stages = stages_of(hits)
+    engines = stages[:-1]
     deepest = max([hit.rank for hit in hits] + [engine_rank(hit, e) or 0 for hit in hits
-                                                  for e in ENGINES] + [1])
+                                                  for e in engines] + [1])
     for hit in hits:
-        ranks = [engine_rank(hit, engine) for engine in ENGINES] + [hit.rank]
+        ranks = [engine_rank(hit, engine) for engine in engines] + [hit.rank]
         gold = hit.chunk.unit in gold_units
         label = _escape(f"#{hit.rank} {hit.chunk.doc_id} p.{hit.chunk.record_id or hit.chunk.page}")
         figure.add_trace(go.Scatter(
-            x=list(STAGES), y=ranks, mode="lines+markers", name=label, connectgaps=False,
+            x=list(stages), y=ranks, mode="lines+markers", name=label, connectgaps=False,
             line={"width": 3 if gold else 1.5, "color": "#d62728" if gold else None},
             hovertemplate=f"{label}<br>%{{x}}: rank %{{y}}<extra></extra>"))
     figure.update_yaxes(range=[deepest + 0.5, 0.5], title="rank")

@@ -290,7 +290,8 @@ def gold_rank_rows(query: dict) -> list[dict[str, Any]]:
     for unit in query["expected_units"]:
         entry = deep.get(unit) or listed.get(unit) or {}
         row = {"gold unit": unit, "final rank": fmt_rank(entry.get("rank"))}
-        for engine in ENGINES:
-            row[f"{engine} rank"] = fmt_rank((entry.get("engines") or {}).get(engine))
+        engines = entry.get("engines") or {}
+        for engine in [*ENGINES, *(e for e in engines if e not in ENGINES)]:  # any other engine the run read
+            row[f"{engine} rank"] = fmt_rank(engines.get(engine))
         rows.append(row)
     return rows
