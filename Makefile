@@ -8,7 +8,10 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 
-DEMO_SOURCES := data/benchmarks/grampian/pdf data/benchmarks/natech/guidance.csv
+# The demo corpus: three annual reports, the Natech guidance records, and five ICDAR 2013
+# EU PDFs whose ruled, partly ruled, row-ruled and unruled tables the Chunk Explorer shows.
+DEMO_TABLES := $(foreach n,001 004 013 017 027,data/benchmarks/icdar2013-eu/pdf/eu-$(n).pdf)
+DEMO_SOURCES := data/benchmarks/grampian/pdf data/benchmarks/natech/guidance.csv $(DEMO_TABLES)
 
 .PHONY: install run index test bench clean-index ocr-engine
 

@@ -52,10 +52,10 @@ with page_errors():
         st.caption("No quality picked: chunks of every quality are shown.")
     filters = search_filters(documents, page_from, page_to, qualities)
     selection = get_selection(settings, filters, text, tuple(kinds) if kinds else None)
-    matching, clean, degraded = st.columns(3)
+    matching, *per_quality = st.columns(1 + len(ALL_QUALITIES))
     matching.metric("Matching chunks", f"{selection.matching:,}")
-    clean.metric("Clean", f"{selection.quality_counts.get('clean', 0):,}")
-    degraded.metric("Degraded", f"{selection.quality_counts.get('degraded', 0):,}")
+    for column, quality in zip(per_quality, ALL_QUALITIES):
+        column.metric(quality.capitalize(), f"{selection.quality_counts.get(quality, 0):,}")
 
     page_size = settings.explorer_page_size
     if selection.matching:

@@ -18,8 +18,9 @@ embedder (session)
     it gets the same object).
 
 demo_index (session)
-    Settings of an index of the shipped demo corpus (the three Grampian PDFs
-    and natech/guidance.csv), built ONCE per session into a session tmp dir
+    Settings of an index of the shipped demo corpus (the three Grampian PDFs,
+    natech/guidance.csv and five ICDAR 2013 EU PDFs with real tables: the
+    Makefile's DEMO_SOURCES), built ONCE per session into a session tmp dir
     (or copied from pytest's cache when nothing it depends on changed; see
     the fixture's docstring; ``--cache-clear`` forces a rebuild).
     Treat it as read-only: a test that adds or deletes documents must build
@@ -67,7 +68,9 @@ from ragloupe.config import PROJECT_ROOT, Settings, bootstrap_environment
 bootstrap_environment()
 
 BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
-DEMO_SOURCES = (BENCHMARKS / "grampian" / "pdf", BENCHMARKS / "natech" / "guidance.csv")
+# The Makefile's DEMO_SOURCES: five ICDAR 2013 EU PDFs bring real ruled and unruled tables.
+DEMO_TABLE_PDFS = tuple(BENCHMARKS / "icdar2013-eu" / "pdf" / f"eu-{n}.pdf" for n in ("001", "004", "013", "017", "027"))
+DEMO_SOURCES = (BENCHMARKS / "grampian" / "pdf", BENCHMARKS / "natech" / "guidance.csv", *DEMO_TABLE_PDFS)
 
 _DIR_VARS = {
     "index_dir": "RAGLOUPE_INDEX_DIR",

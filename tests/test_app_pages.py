@@ -120,10 +120,17 @@ def test_highlighting_escapes_markup_and_marks_terms():
 def test_filters_from_widgets_leave_untouched_widgets_out():
     from ragloupe.ui.inputs import search_filters
 
-    assert search_filters([], 0, 0, ["clean", "degraded"]) == {}
+    assert search_filters([], 0, 0, ["clean", "figures", "degraded"]) == {}
     assert search_filters(["a"], 0, 12, ["degraded"]) == {
         "doc_ids": ["a"], "pages": (1, 12), "quality": ["degraded"]}
-    assert search_filters([], 30, 10, ["clean", "degraded"]) == {"pages": (10, 30)}
+    assert search_filters([], 30, 10, ["figures", "degraded", "clean"]) == {"pages": (10, 30)}
+
+
+def test_the_quality_filter_keeps_pages_of_figures_unless_they_are_left_out():
+    from ragloupe.ui.inputs import ALL_QUALITIES, search_filters
+
+    assert "figures" in ALL_QUALITIES  # a statement page is searchable like a clean one
+    assert search_filters([], 0, 0, ["clean", "degraded"]) == {"quality": ["clean", "degraded"]}
 
 
 def test_absent_rank_is_missing_in_the_comparison_and_shown_as_a_dash():
@@ -381,6 +388,7 @@ def test_chunk_explorer_counts_match_the_store(app_env):
     assert metric(app, "Matching chunks") == f"{len(in_doc):,}"
     assert metric(app, "Clean") == f"{sum(c.quality == 'clean' for c in in_doc):,}"
     assert metric(app, "Degraded") == f"{sum(c.quality == 'degraded' for c in in_doc):,}"
+    assert metric(app, "Figures") == f"{sum(c.quality == 'figures' for c in in_doc):,}"
     shown = [e.label for e in app.expander]
     assert len(shown) == min(len(in_doc), app_env.explorer_page_size)
     assert all(label.startswith("guidance") for label in shown)

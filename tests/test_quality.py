@@ -24,15 +24,36 @@ def test_page_with_an_image_and_no_text_needs_ocr():
     assert assess_page("", SETTINGS, has_images=True) == ("empty", "no text layer: needs OCR")
 
 
-def test_number_heavy_page_is_degraded_with_the_share_of_non_letters():
+def test_a_page_of_figures_is_not_degraded_and_says_its_share_of_digits():
     table = "Total 2023 1,234,567 2022 1,198,004 Change 36,563 3.05%"
 
     quality, reason = assess_page(table, SETTINGS)
 
-    letters = sum(c.isalpha() for c in table)
+    digits = sum(c.isdigit() for c in table)
     chars = sum(not c.isspace() for c in table)
+    assert quality == "figures"
+    assert reason == f"a page of figures ({digits / chars:.0%} digits)"
+
+
+def test_a_financial_statement_page_is_a_page_of_figures():
+    statement = "\n".join(["Statement of comprehensive net expenditure for the year ended 31 March 2023",
+                           "Note 2023 £000 2022 £000"] + [
+        f"Staff costs {n} ({n * 3 + 1:,}) {n * 41 + 7:,} ({n * 29 + 3:,}) {n * 17 + 11:,}"
+        for n in range(101, 131)])
+
+    quality, reason = assess_page(statement, SETTINGS)
+
+    assert quality == "figures"
+    assert reason.startswith("a page of figures (") and "degraded" not in reason
+
+
+def test_many_non_letters_that_are_not_digits_still_degrade_the_page():
+    leaders = PROSE + " " + " ".join(["Contents ........ §§ ** ## ~~ ++ == //"] * 12)
+
+    quality, reason = assess_page(leaders, SETTINGS)
+
     assert quality == "degraded"
-    assert reason == f"{1 - letters / chars:.0%} non-alphabetic characters"
+    assert reason.endswith("non-alphabetic characters")
 
 
 def test_nonalpha_threshold_is_the_setting():
@@ -56,10 +77,21 @@ def test_mostly_unreadable_glyphs_reject_the_page():
     assert "unreadable glyphs" in reason and "private-use glyphs (U+F0B7) x40" in reason
 
 
-def test_page_of_numbers_only_is_kept_as_degraded():
-    quality, reason = assess_page("2023 2022 1,234 5,678 (9,012) 3,456 7,890", SETTINGS)
+def test_page_of_numbers_only_is_a_page_of_figures():
+    numbers = "2023 2022 1,234 5,678 (9,012) 3,456 7,890"
+    digits = sum(c.isdigit() for c in numbers) / sum(not c.isspace() for c in numbers)
 
-    assert (quality, reason) == ("degraded", "100% non-alphabetic characters")
+    assert assess_page(numbers, SETTINGS) == ("figures", f"a page of figures ({digits:.0%} digits)")
+
+
+def test_a_page_of_figures_with_damage_is_degraded_and_names_both():
+    text = "signi cant 12345 67890 (12345) 67890 12345 67890 12345 67890 " * 3
+
+    quality, reason = assess_page(text, SETTINGS)
+
+    assert quality == "degraded"
+    assert reason.startswith("a page of figures (")
+    assert reason.endswith("ligature or hyphenation damage x3")
 
 
 def test_dropped_ligatures_are_reported_as_damage():
@@ -95,4 +127,4 @@ def test_several_problems_are_all_named():
     assert quality == "degraded"
     assert "private-use glyphs (U+F0D8) x3" in reason
     assert "ligature or hyphenation damage x3" in reason
-    assert "non-alphabetic characters" in reason
+    assert "a page of figures" in reason

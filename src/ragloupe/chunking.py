@@ -154,7 +154,7 @@ def chunk_id(source_sha256: str, page: Page, position: int) -> str:
 
 def chunk_document(doc: SourceDoc, tokenizer, settings: Settings,
                    max_seq_length: int | None = None) -> list[Chunk]:
-    """Chunks of every indexable page (clean / degraded) of ``doc``, in page order.
+    """Chunks of every indexable page (clean / figures / degraded) of ``doc``, in page order.
 
     ``max_seq_length`` is the embedding model's input limit (Embedder.max_seq_length);
     chunk_tokens is capped at it.

@@ -106,7 +106,7 @@ class Settings:
     # --- ingestion ---
     boilerplate_min_share: float = 0.5  # a line on >= this share of pages is a running header/footer
     boilerplate_min_pages: int = 3  # documents shorter than this keep every line
-    quality_max_nonalpha: float = 0.4  # above this share of non-alphabetic characters a page is degraded
+    quality_max_nonalpha: float = 0.4  # above this share of non-letters a page is figures (mostly digits) or degraded
     quality_min_chars: int = 20  # fewer non-space characters than this: the page is empty
     quality_reject_garbage: float = 0.3  # this share of unreadable glyphs (private-use, U+FFFD) rejects a page
     boilerplate_edge_lines: int = 3  # the first and last N lines of a page are header/footer candidates

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Quality = Literal["clean", "degraded", "empty", "rejected"]
-INDEXABLE: frozenset[str] = frozenset({"clean", "degraded"})
+Quality = Literal["clean", "figures", "degraded", "empty", "rejected"]
+# A page of figures (a financial statement) is as searchable as a clean page: numbers are searched.
+INDEXABLE: frozenset[str] = frozenset({"clean", "figures", "degraded"})
 ChunkKind = Literal["text", "table"]
 
 

@@ -440,7 +440,7 @@ def _grade(text: str, raw_page: RawPage, settings: Settings, stripped: bool) -> 
         said = f"text read by OCR (mean word confidence {raw_page.confidence:.0f}%)"
         if graded.quality == "clean":
             return PageQuality("degraded", said)
-        if graded.quality == "degraded":
+        if graded.quality in ("figures", "degraded"):
             return PageQuality("degraded", f"{said}; {graded.reason}")
         return graded
     if graded.quality == "empty" and raw_page.has_images and raw_page.note:

@@ -14,15 +14,21 @@ already stripped) as
   ("/g18/g152", "(cid:12)") written in place of the characters; or it is
   the "Please wait..." placeholder a viewer shows for an XFA form, whose
   content is not in the text layer at all.
+- ``figures``: a page of figures, as a financial statement or a table of
+  statistics is: more than ``quality_max_nonalpha`` of its characters are not
+  letters, and digits are most of those. Nothing is wrong with such a page;
+  the reason says how much of it is digits ("a page of figures (38% digits)").
 - ``degraded``: indexable but damaged; each problem found adds a reason:
-  more than ``quality_max_nonalpha`` non-alphabetic characters (tables,
-  numbers; a page of numbers only is kept, since numbers are searchable),
-  any private-use or replacement glyph, or ligature/hyphenation damage (see
-  ``ligature_hyphenation_damage``).
+  more than ``quality_max_nonalpha`` non-alphabetic characters that are not
+  mostly digits (symbols, leaders, broken text), any private-use or
+  replacement glyph, or ligature/hyphenation damage (see
+  ``ligature_hyphenation_damage``). A page of figures with such damage is
+  degraded, its reason naming both.
 - ``clean``: none of the above; the reason is "".
 
-Empty and rejected pages are recorded but not indexed; degraded ones are
-indexed and carry their reason to the chunks, so a weak hit can be explained.
+Empty and rejected pages are recorded but not indexed; figures and degraded
+pages are indexed like clean ones and carry their reason to the chunks, so a
+weak hit can be explained.
 """
 
 from __future__ import annotations
@@ -72,6 +78,10 @@ _LIGATURE_GLYPHS = re.compile("[\ufb00-\ufb06]")
 # From this many line-end hyphenations on, lexical matching on the page
 # suffers enough to say so.
 _MIN_HYPHEN_SPLITS = 3
+# A page with too few letters is a page of figures when digits are at least this share of
+# its non-alphabetic characters; the rest of a statement's non-letters are the commas,
+# points, brackets and signs around its numbers (the Grampian statements: 68-80% digits).
+_FIGURES_MIN_DIGIT_SHARE = 0.5
 
 
 # Glyph names written out instead of characters, as some PDF producers and
@@ -90,7 +100,7 @@ RUNNING_LINES_REASON = "only running header/footer lines, which were stripped"
 
 
 class PageQuality(NamedTuple):
-    quality: str  # clean | degraded | empty | rejected
+    quality: str  # clean | figures | degraded | empty | rejected
     reason: str
 
 
@@ -171,13 +181,20 @@ def assess_page(text: str, settings: Settings, has_images: bool = False,
         return PageQuality("rejected", "; ".join(
             [f"{garbage_share:.0%} of characters are unreadable glyphs"] + glyphs))
 
+    figures = ""  # the reason of a page of figures, else ""
     reasons = []
     if nonalpha_share > settings.quality_max_nonalpha:
-        reasons.append(f"{nonalpha_share:.0%} non-alphabetic characters")
+        digits = sum(1 for c in chars if c.isdigit())
+        if digits >= _FIGURES_MIN_DIGIT_SHARE * (len(chars) - letters):
+            figures = f"a page of figures ({digits / len(chars):.0%} digits)"
+        else:
+            reasons.append(f"{nonalpha_share:.0%} non-alphabetic characters")
     reasons.extend(glyphs)
     damage = ligature_hyphenation_damage(text)
     if damage:
         reasons.append(f"ligature or hyphenation damage x{damage}")
     if reasons:
-        return PageQuality("degraded", "; ".join(reasons))
+        return PageQuality("degraded", "; ".join(filter(None, [figures, *reasons])))
+    if figures:
+        return PageQuality("figures", figures)
     return PageQuality("clean", "")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-ALL_QUALITIES = ("clean", "degraded")
+# The qualities of indexed pages (models.INDEXABLE), in the order the filters list them.
+ALL_QUALITIES = ("clean", "figures", "degraded")
 
 
 def search_filters(documents: Sequence[str], page_from: int, page_to: int,
