@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from ragloupe.ui import state
-from ragloupe.ui.answer_view import show_cited_page, show_history, show_withheld
+from ragloupe.ui.answer_view import show_cited_page, show_history, show_verdict, show_withheld, verdict_table
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_store, get_workspace, index_documents
 from ragloupe.ui.guard import page_errors
@@ -27,23 +27,32 @@ with page_errors():
     from ragloupe.diagnostics.system import llm_status
     from ragloupe.generate.conversation import Conversation
     from ragloupe.generate.evidence import citation_evidence
-    from ragloupe.generate.groundedness import screen_answer
-    from ragloupe.generate.llm import BACKENDS
+    from ragloupe.generate.groundedness import screen_answer, split_sentences as sentences_of
+    from ragloupe.generate.llm import BACKENDS, for_the_picker, starting_backend
     from ragloupe.retrieve.search import MODES
 
     base = current_settings()
     documents = index_documents(base)
     reader = examiner()
+    first_backend = state.value(PAGE, "backend")
+    if first_backend is None:  # the first visit: probe the configured LLM once, then keep the choice
+        first_backend, switched = starting_backend(base)
+        st.session_state[f"_{PAGE}.switched"] = switched
     state.keep(PAGE, {"question": "", "mode": base.mode if base.mode in MODES else MODES[0],
-                      "k": base.top_k, "docs": [], "gates": base.answer_gates,
-                      "backend": base.llm_backend if base.llm_backend in BACKENDS else "none"})
+                      "k": base.top_k, "docs": [], "gates": base.answer_gates, "backend": first_backend})
     state.restrict(PAGE, "docs", documents)
     backend = st.selectbox("LLM backend", BACKENDS, key=f"{PAGE}.backend",
                            format_func=lambda name: BACKEND_NAMES.get(name, name),
                            help="For this page only; the default is RAGLOUPE_LLM_BACKEND in .env.")
+    switched = st.session_state.get(f"_{PAGE}.switched", "")
+    if switched and backend == "embedded":
+        st.info(switched)
     settings = base.replace(llm_backend=backend)
     reachable, message = llm_status(settings)
-    (st.caption if reachable else st.warning)(f"LLM: {message}")
+    if backend == "none":
+        st.caption("No LLM picked: retrieval works, answers do not (pick one in \"LLM backend\").")
+    else:
+        (st.caption if reachable else st.warning)(f"LLM: {for_the_picker(message)}")
     gates = st.toggle("Gates before generation", key=f"{PAGE}.gates",
                       help="Answer only from passages that map to indexed pages and whose figures agree; "
                            "otherwise say which gate failed, with no LLM call (RAGLOUPE_ANSWER_GATES).")
@@ -111,7 +120,8 @@ with page_errors():
             st.caption(f"{result.model} · {result.context_tokens} of {result.budget_tokens} context "
                        f"tokens · {sum(result.timings.values()):.1f} s")
         verdict_col, share_col, cited_col = st.columns(3)
-        verdict_col.metric("Screen verdict", checked.verdict)
+        with verdict_col:
+            show_verdict("Screen verdict", checked.verdict)
         share_col.metric("Checkable sentences", f"{checked.checkable_share:.0%}",
                          help=f"{checked.n_checkable_sentences} of {checked.n_sentences}")
         cited_col.metric("Cited units", len(result.cited_units))
@@ -121,11 +131,11 @@ with page_errors():
                        "answer). A picked citation is a guess, not evidence: the screen above "
                        "ignores it.")
         if checked.tokens and not reader:
-            st.dataframe(pd.DataFrame([{
+            verdict_table([{
                 "token": t.token, "kind": t.kind, "verdict": t.verdict,
                 "cited passages": ", ".join(map(str, t.cited)) or "—",
                 "found in passages": ", ".join(map(str, t.found_in)) or "—",
-                "evidence": t.evidence} for t in checked.tokens]), hide_index=True, width="stretch")
+                "evidence": t.evidence} for t in checked.tokens])
         elif not checked.tokens:
             st.caption("No figure, standard or legal act to check: the screen has no opinion.")
 
@@ -138,10 +148,11 @@ with page_errors():
             if picked is not None:
                 item = evidence[picked]
                 passage = result.passages[item.passage - 1]
-                how = (f"evidence located ({item.span.method})" if item.span
-                       else "no matching span found: the passage is shown unmarked")
-                st.text(f"[{passage.number}] {chunk_label(passage.chunk)} · rank {passage.rank} · {how}\n"
-                        f"Sentence: {item.sentence}")
+                show_verdict("The cited sentence's screen verdict", item.verdict)
+                st.text(f"[{passage.number}] {chunk_label(passage.chunk)} · rank {passage.rank} · "
+                        f"{item.finding}")
+                if len(sentences_of(result.text)) > 1:  # one sentence is the answer shown above
+                    st.text(f"Sentence: {item.sentence}")
                 st.html(spans_html(passage.chunk.text,
                                    [(item.span.start, item.span.end)] if item.span else []))
                 show_cited_page(settings, passage.chunk)
@@ -178,10 +189,10 @@ with page_errors():
         report = st.session_state.get("claims")
         if report is not None:
             st.metric("Answer score (0–10)", "—" if report.score is None else f"{report.score:.2f}")
-            st.dataframe(pd.DataFrame([{
+            verdict_table([{
                 "claim": c.claim.text, "verdict": c.verdict, "cited": "yes" if c.claim.cited else "no",
                 "source passage": c.source or "—", "evidence quote": c.quote or "—",
-                "note": c.note or ""} for c in report.checks]), hide_index=True, width="stretch")
+                "note": c.note or ""} for c in report.checks])
         else:
             st.caption("Claim checking asks the LLM twice per batch of claims; the score formula "
                        "is in ragloupe.generate.claims.")

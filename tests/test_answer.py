@@ -166,6 +166,19 @@ def test_citation_evidence_highlights_the_backing_text(settings, count_tokens):
     assert second.span.method == "token" and text[second.span.start:second.span.end] == "£1m"
 
 
+def test_a_sentence_with_a_figure_in_no_passage_gets_no_evidence_span(settings, count_tokens):
+    from ragloupe.generate.evidence import citation_evidence
+
+    reply = "The Board is reporting an underspend of £9,876,543 against a breakeven target [1]."
+    with FakeLlmServer(lambda path, body: chat_reply(path, reply)) as server:
+        result = answer(QUESTION, ranking_of(page_chunk(28, limit=3000)), llm_settings(settings, server.url),
+                        count_tokens=count_tokens)
+    (only,) = citation_evidence(result)
+    # The words are the passage's ("evidence located (fuzzy)" before), the figure is nowhere.
+    assert only.verdict == "UNSUPPORTED" and only.span is None
+    assert only.finding == "£9,876,543 is in none of the passages: nothing in this passage is marked as evidence"
+
+
 class ChoosingClient(LlmClient):
     """A client that answers ``reply`` and, like the embedded one, scores options (with fixed scores)."""
 

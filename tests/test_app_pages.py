@@ -717,7 +717,8 @@ def test_answer_page_shows_the_answer_its_screen_evidence_and_claims(demo_env, m
     expected = screen_answer(expected_answer)
     bodies = html_bodies(app)
     assert any("£1,559,285" in body for body in bodies)
-    assert metric(app, "Screen verdict") == expected.verdict
+    assert any(m.value.startswith(":gray[Screen verdict]") and f"-badge[{expected.verdict}]" in m.value
+               for m in app.markdown)
     assert metric(app, "Checkable sentences") == f"{expected.checkable_share:.0%}"
     tokens = next(d.value for d in app.dataframe if "found in passages" in d.value.columns)
     assert list(tokens["verdict"]) == [t.verdict for t in expected.tokens]

@@ -25,6 +25,12 @@ def metric(app: AppTest, label: str) -> str:
     return next(m.value for m in app.metric if m.label == label)
 
 
+def verdict_shown(app: AppTest, label: str) -> str:
+    """The verdict name in the badge drawn under ``label`` (ui.answer_view.show_verdict)."""
+    shown = next(m.value.split("\n", 1)[1] for m in app.markdown if m.value.startswith(f":gray[{label}]"))
+    return shown.split("-badge[", 1)[1].split("]", 1)[0]
+
+
 @pytest.fixture
 def fake_llm(demo_env, monkeypatch):
     with FakeLlmServer(claim_checker) as server:
@@ -47,7 +53,7 @@ def test_pasted_answer_is_checked_against_pasted_sources(fake_llm):
     app.run()
     assert not app.exception, [e.value for e in app.exception]
     expected = check(ANSWER, [Source(ACCOUNTS), Source(NOTES)], fake_llm)
-    assert metric(app, "Screen verdict") == expected.screen.verdict
+    assert verdict_shown(app, "Screen verdict") == expected.screen.verdict
     assert metric(app, "Claim score (0–10)") == f"{expected.answer_score:.2f}"
     claims = app.dataframe[-1].value
     assert list(claims["verdict"]) == [c.verdict for c in expected.claims] == ["supported", "contradicted", "unverified"]
@@ -67,7 +73,7 @@ def test_answer_checked_against_pages_picked_from_the_index(demo_env, monkeypatc
     assert not app.exception, [e.value for e in app.exception]
     sources = picked_sources(open_store(settings), "Grampian-2020-2021", [28])
     assert sources and all(s.page == 28 for s in sources)
-    assert metric(app, "Screen verdict") == "NOT_CONTRADICTED"  # the figure is on page 28
+    assert verdict_shown(app, "Screen verdict") == "NOT_CONTRADICTED"  # the figure is on page 28
     # No LLM: the panel offers no LLM and checks the claim without a model, saying so.
     assert app.radio(key="paste_verifier").options == ["no model (figures and words matched)", "not at all"]
     claims = app.dataframe[-1].value

@@ -418,10 +418,14 @@ def screen(answer_text: str, citations: Sequence[Any], passages: Sequence[Any]) 
                     and any(n in found[j] for n in cited_for[i])]
         checks.append(_check(token, sentence_of[i], cited_for[i], found[i], facts, operands))
     checkable_sentences = set(sentence_of)
-    verdict: Verdict = "UNVERIFIABLE"
-    if checks:
-        verdict = next(v for v in _SEVERITY if any(c.verdict == v for c in checks))
-    return Screen(verdict, tuple(checks), len(sentences), len(checkable_sentences))
+    return Screen(worst_verdict(c.verdict for c in checks), tuple(checks), len(sentences),
+                  len(checkable_sentences))
+
+
+def worst_verdict(verdicts: Iterable[str]) -> Verdict:
+    """The verdict of an answer or a sentence: its worst token's; UNVERIFIABLE without tokens."""
+    given = set(verdicts)
+    return next((v for v in _SEVERITY if v in given), "UNVERIFIABLE")
 
 
 def screen_answer(answer: Any) -> Screen:

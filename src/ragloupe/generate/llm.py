@@ -27,9 +27,13 @@ from ragloupe.httpjson import snippet as _snippet
 
 BACKENDS = ("ollama", "openai", "embedded", "none")
 
-# What to tell a person who has no LLM at all.
+# What to tell a person who has no LLM at all: on the command line and in .env ...
 NO_LLM_HINT = ("start Ollama (`ollama serve`, then `ollama pull <model>`) "
                "or set RAGLOUPE_LLM_BACKEND=embedded")
+# ... and on a page that has a backend picker, which offers the embedded model itself.
+PICKER_HINT = ("start Ollama (`ollama serve`, then `ollama pull <model>`) "
+               "or pick the embedded Gemma 270M in \"LLM backend\" above")
+SERVER_BACKENDS = ("ollama", "openai")
 
 
 class LlmClient(ABC):
@@ -266,6 +270,38 @@ _CLIENTS: dict[str, type[LlmClient]] = {
     "ollama": OllamaClient, "openai": OpenAIClient,
     "embedded": EmbeddedClient, "none": NoLlmClient,
 }
+
+
+def for_the_picker(message: str) -> str:
+    """A client's status message as a page with a backend picker says it: pick, not configure."""
+    return message.replace(NO_LLM_HINT, PICKER_HINT)
+
+
+def starting_backend(settings: Settings) -> tuple[str, str]:
+    """The backend a page with a picker starts on, and a note when it is not the configured one.
+
+    A configured server (Ollama by default) that does not answer is replaced by the embedded
+    model when that is installed: someone trying the workbench without Ollama gets an answer
+    instead of an error, and the note says plainly what was picked and why. A configured
+    "embedded" or "none" is kept, and so is a server when the embedded model is missing.
+    """
+    configured = (settings.llm_backend or "none").strip().lower()
+    if configured not in SERVER_BACKENDS:
+        return (configured if configured in BACKENDS else "none"), ""
+    probing = settings.replace(llm_timeout_s=settings.llm_probe_timeout_s)
+    try:
+        answers, why = get_client(probing).available()
+    except LlmUnavailable as exc:
+        answers, why = False, str(exc)
+    if answers:
+        return configured, ""
+    embedded_ready, _ = get_client(probing, "embedded").available()
+    if not embedded_ready:
+        return configured, ""
+    server = "Ollama" if configured == "ollama" else "the OpenAI-compatible server"
+    reason = why.replace(f"; {NO_LLM_HINT}", "")
+    return "embedded", (f"The embedded Gemma 270M (tiny, on CPU) is picked because {server} did not "
+                        f"answer: {reason}. Pick {server} in \"LLM backend\" once it runs.")
 
 
 def get_client(settings: Settings, backend: str | None = None) -> LlmClient:

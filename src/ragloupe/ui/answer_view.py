@@ -6,10 +6,23 @@ escaping helpers of ui/text.py, never markdown.
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
+from ragloupe.generate.verdicts import badge, cell_style
 from ragloupe.ui.text import highlight_html
 from ragloupe.ui.widgets import chunk_label
+
+
+def show_verdict(label: str, verdict: str) -> None:
+    """A verdict under its label, in its colour and with its meaning (generate.verdicts)."""
+    st.markdown(f":gray[{label}]  \n{badge(verdict)}")
+
+
+def verdict_table(rows: list[dict], column: str = "verdict") -> None:
+    """A table whose verdict cells are tinted with their verdict's colour (generate.verdicts)."""
+    frame = pd.DataFrame(rows)
+    st.dataframe(frame.style.map(cell_style, subset=[column]), hide_index=True, width="stretch")
 
 
 def show_history(turns: list) -> None:

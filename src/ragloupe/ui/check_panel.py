@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
 import streamlit as st
 
 from ragloupe.config import Settings
+from ragloupe.ui.answer_view import show_verdict, verdict_table
 
 SEPARATOR = re.compile(r"^\s*---\s*$", re.MULTILINE)
 
@@ -90,28 +90,27 @@ def pasted_answer_check(settings: Settings, store, documents: list[str], llm_rea
 def show_result(result) -> None:
     screen = result.screen
     verdict_col, share_col, score_col = st.columns(3)
-    verdict_col.metric("Screen verdict", screen.verdict)
+    with verdict_col:
+        show_verdict("Screen verdict", screen.verdict)
     share_col.metric("Checkable sentences", f"{screen.checkable_share:.0%}",
                      help=f"{screen.n_checkable_sentences} of {screen.n_sentences}")
     score = result.answer_score
     score_col.metric("Claim score (0–10)", "—" if score is None else f"{score:.2f}")
     st.text(f"{len(result.sources)} sources · citations: {result.citation_mode}")
     if screen.tokens:
-        st.dataframe(pd.DataFrame([{"token": t.token, "verdict": t.verdict,
-                                    "found in sources": ", ".join(map(str, t.found_in)) or "—",
-                                    "evidence": t.evidence} for t in screen.tokens]),
-                     hide_index=True, width="stretch")
+        verdict_table([{"token": t.token, "verdict": t.verdict,
+                        "found in sources": ", ".join(map(str, t.found_in)) or "—",
+                        "evidence": t.evidence} for t in screen.tokens])
     else:
         st.caption("No figure, standard or legal act to check: the screen has no opinion.")
     if result.claims_status != "checked":
         st.info(f"Claims not checked: {result.claims_reason}")
         return
-    st.dataframe(pd.DataFrame([{
+    verdict_table([{
         "claim": c.claim.text, "verdict": c.verdict, "source": c.source or "—",
         "evidence": (c.evidence_span.method if c.evidence_span else "not found"),
         "quote": c.quote or "—", "rationale": c.rationale or c.note or "—",
-        "model confidence": "—" if c.confidence is None else f"{c.confidence:.2f}"} for c in result.claims]),
-        hide_index=True, width="stretch")
+        "model confidence": "—" if c.confidence is None else f"{c.confidence:.2f}"} for c in result.claims])
     parts = result.score
     st.caption(f"score = 10 × max(0, (S + 0.4 U − 2 C) / n) × (1 − penalty): S {parts['supported']}, "
                f"U {parts['unverified']}, C {parts['contradicted']}, n {parts['claims']}, "
