@@ -13,7 +13,7 @@ export ANONYMIZED_TELEMETRY := False
 DEMO_TABLES := $(foreach n,001 004 013 017 027,data/benchmarks/icdar2013-eu/pdf/eu-$(n).pdf)
 DEMO_SOURCES := data/benchmarks/grampian/pdf data/benchmarks/natech/guidance.csv $(DEMO_TABLES)
 
-.PHONY: install run index test bench clean-index ocr-engine
+.PHONY: install run index test bench clean-index ocr-engine browser
 
 # OCR of scanned pages uses Debian's tesseract-ocr (English model included); installed with
 # apt when missing and possible (root or sudo), else ragloupe says "needs OCR" for scans.
@@ -23,6 +23,17 @@ ocr-engine:
 	  ($$SUDO apt-get update -q >/dev/null && \
 	   DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q tesseract-ocr >/dev/null) || \
 	  echo "warning: could not install tesseract-ocr; scanned pages will not be OCR'd" >&2; }
+
+# The browser tests drive Debian's chromium with Playwright (never a downloaded browser), at
+# CHROMIUM; installed with apt like tesseract above, else make says why those tests will fail.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { \
+	  echo "installing Debian's chromium for the browser tests (apt-get)" >&2; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+	  ($$SUDO apt-get update -q >/dev/null && \
+	   DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium >/dev/null) || \
+	  echo "warning: could not install chromium (needs root or sudo); the browser tests will fail" >&2; }
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,7 +58,7 @@ run: install
 		--server.headless true --browser.gatherUsageStats false --server.fileWatcherType none \
 		-- --index-if-empty $(DEMO_SOURCES)
 
-test: install $(TEST_STAMP)
+test: install $(TEST_STAMP) browser
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 bench: install

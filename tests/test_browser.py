@@ -49,7 +49,8 @@ def _streamlit_servers(demo_index, roots: list[Path],
     They start at once and are waited for together; yields [(url, dirs)] in the roots' order.
     """
     if not CHROMIUM.exists():
-        pytest.fail("/usr/bin/chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.fail("/usr/bin/chromium is missing: `make test` installs it "
+                    "(apt-get install chromium, as root or with sudo)")
     servers, logs = [], []
     try:
         for root in roots:

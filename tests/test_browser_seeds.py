@@ -84,7 +84,8 @@ def test_conversation_cited_page_and_collections_in_a_real_browser(seeds_app):
     from playwright.sync_api import sync_playwright
 
     if not CHROMIUM.exists():
-        pytest.fail("/usr/bin/chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.fail("/usr/bin/chromium is missing: `make test` installs it "
+                    "(apt-get install chromium, as root or with sudo)")
     url, alpha, beta, llm = seeds_app
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
