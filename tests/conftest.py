@@ -71,6 +71,8 @@ BENCHMARKS = PROJECT_ROOT / "data" / "benchmarks"
 # The Makefile's DEMO_SOURCES: five ICDAR 2013 EU PDFs bring real ruled and unruled tables.
 DEMO_TABLE_PDFS = tuple(BENCHMARKS / "icdar2013-eu" / "pdf" / f"eu-{n}.pdf" for n in ("001", "004", "013", "017", "027"))
 DEMO_SOURCES = (BENCHMARKS / "grampian" / "pdf", BENCHMARKS / "natech" / "guidance.csv", *DEMO_TABLE_PDFS)
+# The demo index's documents, one per file of DEMO_SOURCES (a folder's PDFs, each file itself).
+DEMO_DOC_IDS = tuple(sorted(p.stem for root in DEMO_SOURCES for p in ([root] if root.is_file() else root.glob("*.pdf"))))
 
 _DIR_VARS = {
     "index_dir": "RAGLOUPE_INDEX_DIR",
@@ -239,8 +241,7 @@ def _copy_if_sound(source: Path, demo_settings: Settings) -> bool:
 
     shutil.copytree(source, demo_settings.path("index_dir"))
     manifest = Manifest.load(demo_settings)
-    expected = {p.stem for root in DEMO_SOURCES for p in ([root] if root.is_file() else root.glob("*.pdf"))}
-    sound = ({e.doc_id for e in manifest.complete()} == expected and not manifest.pending()
+    sound = ({e.doc_id for e in manifest.complete()} == set(DEMO_DOC_IDS) and not manifest.pending()
              and set(open_store(demo_settings).ids()) == manifest.complete_chunk_ids())
     if not sound:
         shutil.rmtree(demo_settings.path("index_dir"), ignore_errors=True)

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from api_server import ApiServer
+from conftest import DEMO_DOC_IDS
 from check_fixtures import (ANSWER, CONTRADICT_QUOTE, CONTRADICTED_SPAN, DOWN_MARKER, SLOW_MARKER, SLOW_S,
                             SOURCES, SUPPORT_QUOTE, SUPPORTED_SPAN, claim_checker)
 from llm_server import FakeLlmServer
@@ -46,7 +47,7 @@ def api(demo_index, tmp_path_factory):
 def test_health_needs_no_key_and_reports_index_and_llm(api):
     data = api.anonymous.get("/health").json()
     assert data["status"] == "ok" and data["version"]
-    assert data["index"]["ready"] and data["index"]["documents"] == 4
+    assert data["index"]["ready"] and data["index"]["documents"] == len(DEMO_DOC_IDS)
     assert data["llm"]["reachable"] is True and data["llm"]["backend"] == "ollama"
     assert api.anonymous.get("/api/v1/health").json()["ok"] is True
 
@@ -263,7 +264,8 @@ def test_a_cited_page_carries_links_that_open_the_indexed_file_at_that_page(api)
 
 def test_rank_orders_every_document_by_its_best_chunk(api):
     data = api.client.post("/api/v1/docs/rank", json={"question": "natech accidents triggered by floods and earthquakes"}).json()
-    assert data["total_docs"] == 4 and [i["rank"] for i in data["items"]] == [1, 2, 3, 4]
+    assert data["total_docs"] == len(DEMO_DOC_IDS)
+    assert [i["rank"] for i in data["items"]] == list(range(1, len(DEMO_DOC_IDS) + 1))
     assert data["items"][0]["doc_id"] == "guidance"
     similarities = [i["similarity"] for i in data["items"]]
     assert similarities == sorted(similarities, reverse=True)
@@ -271,7 +273,7 @@ def test_rank_orders_every_document_by_its_best_chunk(api):
 
 def test_documents_list_stats_and_logs_come_from_the_manifest(api):
     docs = api.client.get("/api/v1/docs").json()
-    assert docs["docs"] == ["Grampian-2020-2021", "Grampian-2021-2022", "Grampian-2022-2023", "guidance"]
+    assert docs["docs"] == list(DEMO_DOC_IDS)
     stats = api.client.get(f"/api/v1/docs/{DOC}/stats").json()
     assert stats["page_count"] == sum(stats["quality"].values()) and stats["chunk_count"] > 100
     assert stats["has_eval_set"] and stats["eval_items"] == 50

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from conftest import DEMO_DOC_IDS
 from llm_server import FakeLlmServer, chat_reply, prompt_of
 from ragloupe.cli import main
 from ragloupe.errors import GoldSetInvalid
@@ -46,9 +47,11 @@ def llm_settings(request, demo_env):
 
 def test_a_draft_whose_answer_is_not_on_its_page_is_never_offered(llm_settings, workspace_of):
     server, settings = llm_settings
-    body = draft_for(settings, "mine", 8, workspace_of(settings))
+    two_per_document = 2 * len(DEMO_DOC_IDS)
+    body = draft_for(settings, "mine", two_per_document, workspace_of(settings))
     drafts = body["drafts"]
-    assert len(drafts) == 8 and {d["doc_id"] for d in drafts} >= {OFF_PAGE, REPEATS, "guidance"}
+    # Two per document, or fewer where a document is shorter (the demo's one-page tables PDFs).
+    assert len(drafts) > len(DEMO_DOC_IDS) and {d["doc_id"] for d in drafts} >= {OFF_PAGE, REPEATS, "guidance"}
     off_page = [d for d in drafts if d["doc_id"] == OFF_PAGE]
     assert [d["status"] for d in off_page] == ["rejected", "rejected"]
     assert all("is not on" in d["reason"] and d["checks"]["answer_on_page"] is False for d in off_page)
