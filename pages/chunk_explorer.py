@@ -29,7 +29,7 @@ with page_errors():
     state.keep(PAGE, {"docs": [], "page_from": 0, "page_to": 0,
                       "quality": list(ALL_QUALITIES), "text": "", "kinds": list(KINDS)})
     state.restrict(PAGE, "docs", held)
-    documents_col, pages_col, quality_col = st.columns([3, 2, 2])
+    documents_col, pages_col, quality_col = st.columns([3, 2, 3])  # room for three quality chips
     documents = documents_col.multiselect("Documents", held, key=f"{PAGE}.docs",
                                           placeholder="all documents")
     first, last = pages_col.columns(2)
