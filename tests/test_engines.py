@@ -20,6 +20,7 @@ import pytest
 from conftest import write_records
 from pdf_factory import write_text_pdf
 from retrieval_corpus import GUIDANCE, REPORT, RETRIEVAL_SETTINGS
+from test_chroma_server import chroma_server  # noqa: F401 (fixture: a real `chroma run`)
 
 from ragloupe import attached
 from ragloupe.cli import main
@@ -431,3 +432,20 @@ def test_the_chunk_explorer_browses_an_attached_collection_and_ranks_its_texts_b
     ranked = app.dataframe[-1].value
     assert ranked.iloc[0]["theirs (BM25)"] == "report#p5" and ranked.iloc[0]["your dense"] == "report#p5"
     assert _files(directory) == before
+
+
+@pytest.mark.chroma_server
+def test_a_collection_on_a_chroma_server_is_attached_by_host_and_searched(settings, embedder, chroma_server):
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    client = chromadb.HttpClient(host="127.0.0.1", port=chroma_server, settings=ChromaSettings(anonymized_telemetry=False))
+    texts = [text for _, text in REPORT_PAGES]
+    client.create_collection("served-docs").add(
+        ids=[f"n{i}" for i in range(len(texts))], documents=texts, embeddings=[list(map(float, v)) for v in embedder.encode(texts)],
+        metadatas=[{"file_name": "report.pdf", "page_label": str(page)} for page, _ in REPORT_PAGES])
+    attached.attach(settings, "served", "chroma", embedder=embedder, collection="served-docs",
+                    host="127.0.0.1", port=chroma_server)
+    ranking = search("How much was capital expenditure?", "served", k=3, workspace=workspace(settings, embedder))
+    assert ranking.hits[0].chunk.unit == "report#p5"
+    assert client.get_collection("served-docs").count() == len(texts)
