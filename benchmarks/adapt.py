@@ -154,23 +154,31 @@ def product_verdict(before: dict, after: dict, fams: dict[str, dict]) -> dict:
 
 
 def run_variant(name: str, overrides: dict, base_index: Path, work: Path, before: dict,
-                fams: dict[str, dict]) -> dict:
+                fams: dict[str, dict], reuse: bool = False) -> dict:
+    """Adapt a copy of the base index as the variant says (or, with ``reuse``, take the copy a
+    killed run adapted, its outcome saved beside it) and measure every family after."""
     target = work / name
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(base_index, target / "index", ignore=shutil.ignore_patterns(".lock", "models"))
     paths = {"index_dir": target / "index", "runs_dir": target / "runs"}
-    settings = get_settings(**paths, **overrides)
-    started = time.perf_counter()
-    outcome = adapt(Workspace.open(settings), [], progress=_progress, keep_untested=True)
-    adapt_seconds = round(time.perf_counter() - started, 1)
+    record = target / "adapt_outcome.json"
+    if not (reuse and record.is_file()):
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(base_index, target / "index", ignore=shutil.ignore_patterns(".lock", "models"))
+        settings = get_settings(**paths, **overrides)
+        started = time.perf_counter()
+        outcome = adapt(Workspace.open(settings), [], progress=_progress, keep_untested=True)
+        adapt_seconds = round(time.perf_counter() - started, 1)
+        record.write_text(json.dumps({"outcome": outcome.as_dict(), "adapt_seconds": adapt_seconds,
+                                      "loadavg": _loadavg()}, default=str), encoding="utf-8")
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    outcome, adapt_seconds = saved["outcome"], saved["adapt_seconds"]
     adapted = get_settings(**paths, **overrides)
     after = measure(adapted, fams, MODES_AFTER)
     for family in fams:
         after[family]["bm25"] = before[family]["bm25"]
-    return {"settings": overrides, "model": outcome.model, "pairs": outcome.pairs,
-            "training": {k: v for k, v in outcome.training.items() if k != "trained_at"},
-            "adapt_seconds": adapt_seconds, "stage_seconds": outcome.seconds,
-            "loadavg_after": _loadavg(), "families": family_table(before, after, fams),
+    return {"settings": overrides, "model": outcome["model"], "pairs": outcome["pairs"],
+            "training": {k: v for k, v in outcome["training"].items() if k != "trained_at"},
+            "adapt_seconds": adapt_seconds, "stage_seconds": outcome["seconds"],
+            "loadavg_after_adapt": saved["loadavg"], "loadavg_after": _loadavg(), "families": family_table(before, after, fams),
             "product_verdict_on_tuning_families": product_verdict(before, after, fams)}
 
 
@@ -179,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="default", help=f"comma-separated, of {', '.join(VARIANTS)}")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--work", default=None, help="where the adapted copies go (default: a temporary dir)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="measure a variant's adapted copy left under --work instead of adapting again")
     args = parser.parse_args(argv)
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in names if v not in VARIANTS]
@@ -204,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     before = measured_before(base, fams, work)
     for name in names:
         print(f"variant {name}", file=sys.stderr, flush=True)
-        result["variants"][name] = run_variant(name, VARIANTS[name], base.path("index_dir"), work, before, fams)
+        result["variants"][name] = run_variant(name, VARIANTS[name], base.path("index_dir"), work, before, fams,
+                                               args.reuse)
         out_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(out_path)
     return 0
