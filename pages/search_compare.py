@@ -4,7 +4,8 @@ import re
 
 import streamlit as st
 
-from ragloupe.diagnostics.comparison import comparison_rows
+from ragloupe.diagnostics.comparison import (comparison_csv, comparison_rows, comparison_table, engine_names,
+                                             fusion_used, row_detail)
 from ragloupe.diagnostics.labels import rank_modes
 from ragloupe.diagnostics.gold import (gold_questions_by_document, gold_units, match_question,
                                        similar_questions)
@@ -14,26 +15,27 @@ from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import (cached_goldsets, current_settings, get_workspace,
                                index_documents)
 from ragloupe.ui.charts import bump_chart
+from ragloupe.ui.colours import BUMP_LEGEND
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.sidebar import examiner
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.navigation import page_file
-from ragloupe.ui.tables import column_width, comparison_columns, comparison_frame, comparison_styler, other_engines
+from ragloupe.ui.tables import column_width, comparison_styler
 from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import md_escape, query_terms
 from ragloupe.ui.labelling import label_form
 from ragloupe.ui.why import why_ranked
-from ragloupe.ui.widgets import hit_detail, hit_numbers
+from ragloupe.ui.widgets import hit_detail
 
 PAGE = "search"
 LEVELS = {"page": "a row per page (or record)", "chunk": "a row per chunk"}
 
 st.title("Search & compare")
-st.caption("One row per page (or chunk): each engine's rank and raw score, the RRF and learned "
-           "scores, then each mode's final rank. — means that mode or engine did not list it; a "
-           "grey rank is below the mode's top k; green and amber mark the rows where the modes "
-           "disagree. Click a row to open its chunk, see why it ranked there, or mark it as the "
-           "right answer.")
+st.caption("One row per page (or chunk): each mode's final rank (\"hybrid mode #\"), then each "
+           "engine's own rank and raw score (\"dense engine #\"), the RRF and learned scores. — means "
+           "that mode or engine did not list it; a grey rank is below the mode's top k; green and amber "
+           "mark the rows where the modes disagree. Click a row to open its chunk, see why it ranked "
+           "there, or mark it as the right answer.")
 
 
 def _use_gold_question(query) -> None:
@@ -152,7 +154,7 @@ with page_errors():
             with st.spinner(f"Searching ({', '.join(full_modes)})…"):
                 rankings = rank_modes(question, full_modes, int(k), filters, overrides, settings,
                                       workspace=get_workspace(settings))
-            state.result(PAGE, {"question": question, "k": int(k), "level": level,
+            state.result(PAGE, {"question": question, "k": int(k), "level": level, "fusion": fusion,
                                 "filters": filters, "rankings": rankings, "collection": settings.collection})
             st.session_state.pop(f"{PAGE}.table", None)
         if not qualities:
@@ -195,33 +197,41 @@ with page_errors():
         one_doc = len({row.doc_id for row in rows}) <= 1
         if one_doc and rows:
             st.caption(f"Document: {md_escape(rows[0].doc_id)}")
-        frame = comparison_frame(rows, modes_shown, show_doc=not one_doc, level=level)
-        config = {"gold": st.column_config.TextColumn("gold", width=column_width("gold"), pinned=True),
-                  "page": st.column_config.TextColumn("record" if any(r.record_id for r in rows)
-                                                      else "page", width=column_width("page"), pinned=True),
-                  "chunk": st.column_config.NumberColumn("chunk", width=column_width("chunk"), pinned=True,
-                                                         help="position of the chunk on its page"),
-                  "doc": st.column_config.TextColumn("doc", width=column_width("doc"), pinned=True),
-                  "section": st.column_config.TextColumn("section", width="large")}
-        for name, (header, help_text) in comparison_columns(modes_shown, other_engines(rows)).items():
-            config[name] = st.column_config.Column(header, help=help_text, width=column_width(name))
+        fusions = {mode: fusion_used(mode, ranking, shown.get("fusion", settings.fusion))
+                   for mode, ranking in rankings.items()}
+        for used in fusions.values():  # said above the table, where no one can miss it
+            if used.fell_back:
+                st.warning(md_escape(used.warning()), icon=":material/warning:")
+        engines = engine_names(rankings)
+        table = comparison_table(rows, modes_shown, k, level=level, show_doc=not one_doc,
+                                 engines=engines, fusions=fusions)
+        pinned = {"gold", "doc", "page", "record", "chunk"}
+        config = {column.name: st.column_config.Column(column.name, help=column.help, width=column_width(column),
+                                                       pinned=column.name in pinned)
+                  for column in table.columns}
         event = None if reader else st.dataframe(
-            comparison_styler(frame, modes_shown, k), hide_index=True, width="stretch", column_config=config,
-            key=f"{PAGE}.table", on_select="rerun", selection_mode="single-row",
+            comparison_styler(table), hide_index=True, width="stretch", column_config=config,
+            key=f"{PAGE}.table", on_select="rerun", selection_mode="single-row", placeholder="—",
             height=min(38 + 35 * max(len(rows), 1), 640))
         if reader:
             st.caption("Examiner view: the engines' ranks and scores are hidden (the sidebar toggle shows them).")
+        else:
+            st.download_button("Download this table (CSV)", comparison_csv(table), mime="text/csv",
+                               file_name="search_compare.csv", key=f"{PAGE}.csv",
+                               help="The columns and values shown above; an empty cell where the table "
+                                    "shows — (not listed).")
         selected = event.selection.rows if event is not None else []
         terms = query_terms(shown["question"])
         if selected and selected[0] < len(rows):
             row = rows[selected[0]]
             st.subheader(md_escape(f"{row.unit}{' ★ gold' if row.gold else ''}"))
-            for mode in modes_shown:
-                cell = row.cells.get(mode)
-                st.text(f"{mode}: " + ("not listed" if cell is None
-                                       else hit_numbers(cell.rank, cell.score, cell.engines)))
-            st.text(f"section: {row.chunk.section or '—'} | quality: {row.chunk.quality} | "
-                    f"kind: {row.chunk.kind}")
+            for line in row_detail(row, modes_shown, level=level, engines=engines):
+                st.text(line)
+            chunk_note = (f"chunk {row.chunk.position} of the {'record' if row.record_id else 'page'}, "
+                          "the one the best-placing mode ranked highest" if level == "page"
+                          else f"chunk {row.chunk.position}")
+            st.text(f"Shown below: {chunk_note} | section: {row.chunk.section or '—'} | "
+                    f"quality: {row.chunk.quality} | kind: {row.chunk.kind}")
             if row.learned_hit is not None:
                 with st.expander("Why this rank (learned fusion's feature contributions)"):
                     why_ranked(row.learned_hit)
@@ -249,7 +259,7 @@ with page_errors():
                 if top and not reader:
                     st.plotly_chart(bump_chart(ranking, gold, k=k), key=f"bump-{mode}",
                                     config={"displayModeBar": False})
-                    st.caption("Each line is a hit: its dense rank, BM25 rank and final rank "
-                               "(axes the same in every mode; red: gold; no point: that engine "
-                               "did not list it in its first "
+                    st.caption("Each line is a hit (a chunk): its dense engine rank, BM25 engine rank "
+                               f"and final rank in this mode (axes the same in every mode; {BUMP_LEGEND}; "
+                               "no point: that engine did not list it in its first "
                                f"{settings.candidate_window}).")

@@ -133,10 +133,9 @@ def test_the_quality_filter_keeps_pages_of_figures_unless_they_are_left_out():
     assert search_filters([], 0, 0, ["clean", "degraded"]) == {"quality": ["clean", "degraded"]}
 
 
-def test_absent_rank_is_missing_in_the_comparison_and_shown_as_a_dash():
-    from ragloupe.diagnostics.comparison import comparison_rows
+def _two_mode_rankings():
+    """Two modes over two pages: dense lists only page 3, bm25 only page 4 (whose dense rank is 2)."""
     from ragloupe.models import Chunk, EngineScore, Hit, PageHit, Ranking
-    from ragloupe.ui.tables import comparison_frame, comparison_styler
 
     a, b = Chunk("a", "doc", 3, 0, "text a", 5, "clean"), Chunk("b", "doc", 4, 0, "text b", 5, "clean")
     dense = Ranking("q", "dense", (Hit(a, 1, 0.9, {"dense": EngineScore(1, 0.9),
@@ -145,18 +144,26 @@ def test_absent_rank_is_missing_in_the_comparison_and_shown_as_a_dash():
     bm25 = Ranking("q", "bm25", (Hit(b, 1, 7.0, {"dense": EngineScore(2, 0.5),
                                                  "bm25": EngineScore(1, 7.0)}, rrf_score=0.0325),),
                    pages=(PageHit("doc#p4", "doc", 4, "", 1, 7.0, ("b",), 1),))
-    rows = comparison_rows({"dense": dense, "bm25": bm25}, level="page", k=5, gold_units={"doc#p4"})
-    frame = comparison_frame(rows, ["dense", "bm25"])
+    return {"dense": dense, "bm25": bm25}
+
+
+def test_absent_rank_is_missing_in_the_comparison_and_shown_as_a_dash():
+    from ragloupe.diagnostics.comparison import comparison_rows, comparison_table
+    from ragloupe.ui.tables import comparison_frame, comparison_styler
+
+    rows = comparison_rows(_two_mode_rankings(), level="page", k=5, gold_units={"doc#p4"})
+    table = comparison_table(rows, ["dense", "bm25"], k=5)
+    frame = comparison_frame(table)
     assert list(frame["page"]) == ["3", "4"]  # both rank 1; the first mode's goes first
     first, second = frame.iloc[0], frame.iloc[1]
-    # Each engine once per row, then a final rank per mode.
-    assert first["dense rank"] == 1 and pd.isna(first["bm25 rank"]) and pd.isna(first["RRF"])
-    assert (second["dense rank"], second["bm25 rank"], second["RRF"]) == (2, 1, 0.0325)
-    assert (first["dense #"], second["bm25 #"]) == (1, 1)
-    assert pd.isna(first["bm25 #"]) and pd.isna(second["dense #"])
+    # Each engine once per row, and a final rank per mode, each named for what it is.
+    assert first["dense engine #"] == 1 and pd.isna(first["bm25 engine #"]) and pd.isna(first["RRF score"])
+    assert (second["dense engine #"], second["bm25 engine #"], second["RRF score"]) == (2, 1, 0.0325)
+    assert (first["dense mode #"], second["bm25 mode #"]) == (1, 1)
+    assert pd.isna(first["bm25 mode #"]) and pd.isna(second["dense mode #"])
     assert second["gold"] == "★" and first["gold"] == ""
-    shown = comparison_styler(frame, ["dense", "bm25"], k=5).to_html()
-    for column in ("bm25 rank", "bm25 score", "learned", "bm25 #"):  # row 0: BM25 did not list it
+    shown = comparison_styler(table).to_html()
+    for column in ("bm25 engine #", "bm25 engine score", "learned score", "bm25 mode #"):  # row 0: not listed
         position = list(frame.columns).index(column)
         assert f'class="data row0 col{position}" >—</td>' in shown
     # The modes disagree on both rows (each lists one page only): green in a top k, amber out of it.
@@ -169,12 +176,69 @@ def _styled_cells(html: str, css: str) -> int:
                for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", html) if css in body)
 
 
-def test_comparison_table_has_each_engine_once_and_a_rank_per_mode():
-    from ragloupe.ui.tables import comparison_columns
+def test_comparison_table_has_each_mode_then_each_engine_once():
+    from ragloupe.diagnostics.comparison import comparison_rows, comparison_table
 
-    columns = comparison_columns(["dense", "bm25", "hybrid"])
-    assert list(columns) == ["dense rank", "cosine", "bm25 rank", "bm25 score", "RRF", "learned",
-                             "dense #", "bm25 #", "hybrid #"]
+    table = comparison_table(comparison_rows(_two_mode_rankings()), ["dense", "bm25"], k=5, show_doc=False)
+    assert table.names == ["gold", "page", "dense mode #", "bm25 mode #", "dense engine #",
+                           "dense engine cosine", "bm25 engine #", "bm25 engine score", "RRF score",
+                           "learned score", "section"]
+
+
+def test_comparison_csv_has_the_screens_headers_and_empty_cells_for_not_listed():
+    import csv
+    import io
+
+    from ragloupe.diagnostics.comparison import comparison_csv, comparison_rows, comparison_table
+
+    rows = comparison_rows(_two_mode_rankings(), level="page", k=5, gold_units={"doc#p4"})
+    table = comparison_table(rows, ["dense", "bm25"], k=5)
+    read = list(csv.DictReader(io.StringIO(comparison_csv(table))))
+    assert list(read[0]) == table.names  # the file's columns are the screen's, in its order
+    assert [r["page"] for r in read] == ["3", "4"]
+    # Page 3: the dense engine and the dense mode ranked it 1st; bm25 (engine and mode) did not list it.
+    assert (read[0]["dense engine #"], read[0]["dense mode #"]) == ("1", "1")
+    assert (read[0]["bm25 engine #"], read[0]["bm25 engine score"], read[0]["bm25 mode #"]) == ("", "", "")
+    # Page 4: the dense engine's rank (2) is not the dense mode's (not listed): two columns, two names.
+    assert (read[1]["dense engine #"], read[1]["dense mode #"]) == ("2", "")
+    assert float(read[1]["bm25 engine score"]) == 7.0 and read[1]["gold"] == "★"
+    assert not any(v in ("1000000", "-1000000000.0", "-1e9") for r in read for v in r.values())
+
+
+def test_comparison_names_an_attached_engine_read_from_the_hits():
+    from ragloupe.diagnostics.comparison import comparison_rows, comparison_table
+    from ragloupe.models import Chunk, EngineScore, Hit, PageHit, Ranking
+
+    chunk = Chunk("a", "doc", 3, 0, "text a", 5, "clean")
+    hit = Hit(chunk, 1, 0.8, {"dense": EngineScore(2, 0.7), "bm25": EngineScore(None, None),
+                              "acme": EngineScore(1, 12.5)})
+    ranking = Ranking("q", "hybrid", (hit,), pages=(PageHit("doc#p3", "doc", 3, "", 1, 0.8, ("a",), 1),))
+    table = comparison_table(comparison_rows({"hybrid": ranking}), ["hybrid"], k=5)
+    record = table.records[0]
+    assert (record["acme engine #"], record["acme engine score"]) == (1, 12.5)
+    assert (record["dense engine #"], record["bm25 engine #"]) == (2, None)
+
+
+def test_opened_row_says_which_engine_mode_and_chunk_each_number_is():
+    from ragloupe.diagnostics.comparison import comparison_rows, row_detail
+    from ragloupe.models import Chunk, EngineScore, Hit, PageHit, Ranking
+
+    # Page 71: bm25 ranks chunk 5 first; the dense mode's best chunk of the page is chunk 3 (bm25 #2).
+    three, five = (Chunk(f"c{n}", "doc", 71, n, f"text {n}", 5, "clean") for n in (3, 5))
+    views = {"c3": {"dense": EngineScore(1, 0.7127), "bm25": EngineScore(2, 20.468)},
+             "c5": {"dense": EngineScore(9, 0.5), "bm25": EngineScore(1, 25.0)}}
+    dense = Ranking("q", "dense", (Hit(three, 1, 0.7127, views["c3"]), Hit(five, 9, 0.5, views["c5"])),
+                    pages=(PageHit("doc#p71", "doc", 71, "", 1, 0.7127, ("c3", "c5"), 1),))
+    bm25 = Ranking("q", "bm25", (Hit(five, 1, 25.0, views["c5"]), Hit(three, 2, 20.468, views["c3"])),
+                   pages=(PageHit("doc#p71", "doc", 71, "", 1, 25.0, ("c5", "c3"), 1),))
+    (row,) = comparison_rows({"dense": dense, "bm25": bm25}, level="page", k=5)
+    lines = row_detail(row, ["dense", "bm25"], level="page")
+    assert lines[0] == ("Engines, best chunk of this page (the table's engine columns): "
+                        "dense engine #1 · cosine 0.713 (chunk 3); bm25 engine #1 · score 25.000 (chunk 5)")
+    assert lines[1] == ("dense mode #1 · page score 0.7127; its best chunk is chunk 3: dense engine #1 · "
+                        "cosine 0.713; bm25 engine #2 · score 20.468 (the table's bm25 engine #1 is chunk 5)")
+    assert lines[2] == ("bm25 mode #1 · page score 25.0000; its best chunk is chunk 5: dense engine #9 · "
+                        "cosine 0.500 (the table's dense engine #1 is chunk 3); bm25 engine #1 · score 25.000")
 
 
 @pytest.mark.parametrize("name", ["../../outside.csv", "..\\..\\outside.csv", "/etc/outside.csv",
@@ -223,10 +287,22 @@ def _search(app: AppTest, question: str, modes: list[str], k: int, level: str = 
 
 
 def _missing(value) -> bool:
-    """A rank or score the page shows as "—" (the displayed table holds a sort sentinel)."""
-    from ragloupe.ui.tables import ABSENT_RANK, ABSENT_SCORE
+    """A rank or score the page shows as "—": missing in the table's data, never a stand-in number."""
+    return value is None or pd.isna(value)
 
-    return pd.isna(value) or value in (ABSENT_RANK, ABSENT_SCORE)
+
+def _in_order(node):
+    """The page's elements in the order they are drawn (blocks opened)."""
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _in_order(child)
+
+
+def _mode_rank(row: dict, mode: str):
+    """A mode's final rank in a row of the table: its column is "<mode> mode #" (with the fusion
+    that ranked after it when that is not the one asked for)."""
+    (name,) = [name for name in row if name == f"{mode} mode #" or name.startswith(f"{mode} mode # (")]
+    return row[name]
 
 
 def _engine_rank(hit, engine: str):
@@ -261,17 +337,17 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env, workspace
             page = next((p for p in ranking.pages if p.unit == unit), None)
             held = [h for h in ranking.hits if h.chunk.unit == unit]
             if page is None or not held:
-                assert _missing(row[f"{mode} #"])
+                assert _missing(_mode_rank(row, mode))
                 continue
-            assert row[f"{mode} #"] == page.rank
+            assert _mode_rank(row, mode) == page.rank
         # Each engine's rank is said once: its best rank of any chunk of the unit.
         for engine in ("dense", "bm25"):
             ranks = [_engine_rank(h, engine) for r in rankings.values() for h in r.hits if h.chunk.unit == unit]
             expected = min((r for r in ranks if r is not None), default=None)
-            shown = row[f"{engine} rank"]
+            shown = row[f"{engine} engine #"]
             assert (_missing(shown) if expected is None else shown == expected), (unit, engine)
     # Rows come best first: each row's best rank in any mode never beats the row above.
-    best = [min(int(v) for v in (row[f"{m} #"] for m in modes) if not _missing(v))
+    best = [min(int(v) for v in (_mode_rank(row, m) for m in modes) if not _missing(v))
             for row in table.to_dict("records")]
     assert best == sorted(best)
     assert any("Gold question" in info.value for info in app.info)
@@ -281,6 +357,28 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env, workspace
     # What fused the hybrid (the default: min-max) is said; one-engine modes fuse nothing.
     fusions = [t.value for t in app.text if t.value.startswith("Fusion: ")]
     assert fusions == [f"Fusion: {rankings['hybrid'].fusion}"] == [f"Fusion: {app_env.fusion}"]
+
+
+def test_search_page_warns_above_the_table_when_fusion_falls_back_and_names_each_document(app_env):
+    """A search over every document reaches the Natech records, which the shipped learned model was
+    not trained on: the hybrid is fused by min-max instead, said in a warning above the table and in
+    its column's header; the doc column carries each report's whole name."""
+    import csv
+    import io
+
+    app = run_page("search_compare")
+    _search(app, "emergency response plan for flooding", ["dense", "hybrid"], 10)
+    used = next(t.value for t in app.text if t.value.startswith("Fusion: "))
+    assert used.startswith("Fusion: minmax (")  # the pipeline fell back; the page must say so loudly
+    (warning,) = [w.value for w in app.warning]
+    assert md_escape("learned (model) fusion was asked for") in warning and md_escape("min-max") in warning
+    order = [node.type for node in _in_order(app.main)]
+    assert order.index("warning") < order.index(app.dataframe[0].type)  # above the table
+    table = app.dataframe[0].value
+    assert "hybrid mode # (minmax, not learned)" in table.columns
+    assert {"Grampian-2020-2021", "guidance"} <= set(table["doc"])  # whole ids, never "Grampian-20"
+    # The table's file is offered beside it (its content is read back in test_browser.py).
+    assert [b.label for b in app.get("download_button")] == ["Download this table (CSV)"]
 
 
 def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env, workspace_of):
@@ -296,14 +394,14 @@ def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env, workspac
                          explain=True)
         where = {(h.chunk.doc_id, str(h.chunk.page), h.chunk.position): h for h in ranking.hits}
         for row in table.to_dict("records"):
-            hit = where.get((row["doc"], row["page"], row["chunk"]))
+            hit = where.get((row["doc"], row["page"], int(row["chunk"])))
             if hit is None:
-                assert _missing(row[f"{mode} #"])
+                assert _missing(_mode_rank(row, mode))
                 continue
-            assert row[f"{mode} #"] == hit.rank
-            assert row["cosine"] == pytest.approx(hit.per_engine["dense"].score)
+            assert _mode_rank(row, mode) == hit.rank
+            assert row["dense engine cosine"] == pytest.approx(hit.per_engine["dense"].score)
         assert sum(1 for row in table.to_dict("records")
-                   if not _missing(row[f"{mode} #"]) and row[f"{mode} #"] <= k) == k
+                   if not _missing(_mode_rank(row, mode)) and _mode_rank(row, mode) <= k) == k
 
 
 def test_the_pages_sit_in_pages_and_no_pages_folder_beside_the_entry_script():

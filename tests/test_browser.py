@@ -8,6 +8,8 @@ saves a screenshot of each flow under test-artifacts/.
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import shutil
 import subprocess
@@ -274,7 +276,7 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     from ragloupe.index.pipeline import EMBED_SLICE
     from ragloupe.index.store import open_store
     from ragloupe.retrieve.search import search
-    from ragloupe.ui.tables import ABSENT_RANK, run_label
+    from ragloupe.ui.tables import run_label
 
     gold = load_goldset(PROJECT_ROOT / "data/benchmarks/grampian/eval" / f"{QUESTION_DOC}.eval.json")
     question = gold.queries[0]
@@ -312,13 +314,22 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
         unit = f"{row.get('doc', sole_doc)}#p{row['page']}"
         assert (row["gold"] == "★") == (unit in question.expected_units)
         for mode in modes:
-            shown = row[f"→{mode}"]  # every mode's column is in view: the table fits the window
+            shown = row[f"{mode} mode #"]  # every mode's column is in view, right after the page
             page_hit = next((p for p in rankings[mode].pages if p.unit == unit), None)
             held = page_hit and any(h.chunk.unit == unit for h in rankings[mode].hits)
-            assert int(shown) == (page_hit.rank if held else ABSENT_RANK), (unit, mode)
+            # Not listed: no number at all (the grid draws its "—" placeholder; its cell text is empty).
+            assert shown == (str(page_hit.rank) if held else ""), (unit, mode)
     page.get_by_text(f"Gold question {question.query_id}").evaluate(
         "element => element.scrollIntoView({block: 'start'})")
     _shot(page, "search_compare", full_page=False)
+    # The table's file, downloaded as a user would: the screen's headers, an empty cell for "—".
+    with page.expect_download() as downloaded:
+        page.get_by_role("button", name="Download this table (CSV)").click()
+    exported = list(csv.DictReader(io.StringIO(Path(downloaded.value.path()).read_text(encoding="utf-8"))))
+    ranks = [name for name in exported[0] if name.endswith("#") or name in ("gold", "page")]
+    assert [{name: r[name] for name in ranks} for r in exported] == [
+        {name: r[name] for name in ranks} for r in rows]
+    assert not any(v.startswith(("1000000", "-1000000000")) for r in exported for v in r.values())
     # A hit's label carries each engine's rank; a row of the table opens its chunk.
     labels = page.locator('[data-testid="stExpander"] summary').filter(has_text="bm25")
     assert "dense" in labels.first.inner_text()
@@ -326,10 +337,13 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
     page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)  # the first row's selection box
-    page.get_by_text(f"{modes[0]}: #").first.wait_for()
+    page.get_by_text(f"{modes[0]} mode #1 · page score").first.wait_for()
     _settle(page)
     page.locator("mark").first.wait_for()
-    page.get_by_text(f"{modes[0]}: #").first.evaluate(
+    # The opened row names each number: engine or mode, and which chunk of the page it is about.
+    detail = page.get_by_text("Engines, best chunk of this page (the table's engine columns)").first
+    assert "dense engine #" in detail.inner_text() and "(chunk " in detail.inner_text()
+    page.get_by_text(f"{modes[0]} mode #1 · page score").first.evaluate(
         "element => element.scrollIntoView({block: 'center'})")
     _shot(page, "search_hit_detail", full_page=False)
 

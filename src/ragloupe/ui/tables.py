@@ -75,151 +75,74 @@ def retrieved_rows(query: dict, limit: int = 10) -> list[dict[str, Any]]:
     return rows
 
 
+def fmt_p(p_value: float | None) -> str:
+    """A p-value as a reader expects it: 'p < 0.001' below a thousandth, never 'p = 0.000'."""
+    if p_value is None:
+        return ABSENT
+    return "p < 0.001" if p_value < 0.001 else f"p = {p_value:.3f}"
+
+
 def run_comparison_rows(comparison) -> list[dict[str, Any]]:
     return [{"metric": name, "A": f"{m['a']:.3f}", "B": f"{m['b']:.3f}", "B − A": f"{m['diff']:+.3f}",
              "95% CI": (ABSENT if m.get("ci_low") is None
                         else f"[{m['ci_low']:+.3f}, {m['ci_high']:+.3f}]"),
-             "p": f"{m['p_value']:.3f}", "significant": "yes" if m["significant"] else "no"}
+             "p": fmt_p(m["p_value"]), "significant": "yes" if m["significant"] else "no"}
             for name, m in comparison.metrics.items()]
 
 
-# What a missing rank or score becomes in the displayed table. Streamlit's grid shows a
-# null as "None" whatever the format says, so the display uses values that sort where
-# "not listed" belongs (below every real rank and score) and are drawn as "—".
-ABSENT_RANK = 1_000_000
-ABSENT_SCORE = -1e9
 # Rows where the modes disagree: green where a mode has the row in its top k, amber where not.
 AGREE_TINT, IN_TOP_TINT, OUT_TINT = "", "#dcefd5", "#fbe3c8"
-SHARED_COLUMNS = {
-    "dense rank": ("dense #", "the dense engine's best rank of this row's chunks (the same in every mode)"),
-    "cosine": ("cos", "that chunk's cosine similarity to the question"),
-    "bm25 rank": ("bm25 #", "the BM25 engine's best rank of this row's chunks (the same in every mode)"),
-    "bm25 score": ("bm25", "that chunk's BM25 score"),
-    "RRF": ("RRF", "the best weighted reciprocal-rank-fusion score of this row's chunks"),
-    "learned": ("learned", "learned fusion's probability for its best chunk of this row "
-                           "(— when no mode fused it with the learned model)"),
-}
+# Pixel widths by what a column holds; a number column is as wide as its header, so no header is cut.
+_WIDTHS = {"mark": 44, "page": 64, "doc": 150}
+_HEADER_PX_PER_CHAR, _HEADER_PADDING = 8, 30
 
 
-BUILT_IN_ENGINES = ("dense", "bm25")
+def column_width(column) -> int | str:
+    """A column's width in pixels (a TableColumn of diagnostics.comparison): the section takes the rest."""
+    if column.width == "section":
+        return "large"
+    return max(_WIDTHS.get(column.width, 0), 64, _HEADER_PX_PER_CHAR * len(column.name) + _HEADER_PADDING)
 
 
-def other_engines(rows: list) -> list[str]:
-    """The engines besides dense and bm25 that the rows hold (plugins, attached systems), as they come."""
-    return list(dict.fromkeys(engine for row in rows for engine in row.engines if engine not in BUILT_IN_ENGINES))
-
-
-def comparison_columns(modes: list[str], engines: list[str] = ()) -> dict[str, tuple[str, str]]:
-    """The table's number columns: name -> (header, help text). Each engine once (the built-ins, then
-    ``engines``: others the rows hold), then a rank per mode."""
-    columns = {name: value for name, value in SHARED_COLUMNS.items() if name not in ("RRF", "learned")}
-    for engine in engines:
-        columns[f"{engine} rank"] = (f"{engine} #", f"the {engine} engine's best rank of this row's chunks")
-        columns[f"{engine} score"] = (engine, f"that chunk's {engine} score (the engine's own raw score)")
-    columns.update({name: SHARED_COLUMNS[name] for name in ("RRF", "learned")})
-    for mode in modes:
-        columns[mode_column(mode)] = (f"→{mode}", f"the final rank {mode} gave it (grey: below its top k)")
-    return columns
-
-
-# Pixel widths that fit three modes, the doc column and the selection box in 1280 px with the sidebar open.
-COLUMN_WIDTHS = {"gold": 40, "doc": 84, "page": 60, "chunk": 50, "kind": 50, "dense rank": 60, "cosine": 56,
-                 "bm25 rank": 60, "bm25 score": 56, "RRF": 62, "learned": 62}
-
-
-def column_width(name: str) -> int:
-    """A column's width in pixels: a mode's rank column is sized to its name (→hybrid+rerank)."""
-    return COLUMN_WIDTHS.get(name, max(64, 9 * len(name)))
-
-
-def mode_column(mode: str) -> str:
-    return f"{mode} #"
-
-
-def comparison_frame(rows: list, modes: list[str], show_doc: bool = True,
-                     level: str = "page") -> pd.DataFrame:
-    """The comparison rows as a DataFrame: ranks as nullable integers, scores as floats.
-
-    Missing values stay missing (pd.NA / NaN); comparison_styler() draws them as "—".
-    The section comes last: the numbers are what the table is for.
-    """
-    records = []
-    for row in rows:
-        record: dict[str, Any] = {"gold": "★" if row.gold else ""}
-        if show_doc:
-            record["doc"] = row.doc_id
-        record["page"] = row.record_id or str(row.page)
-        if level == "chunk":
-            record["chunk"] = row.chunk.position
-            record["kind"] = row.chunk.kind  # text, or table (a table chunk)
-        engines = [("dense", "dense rank", "cosine"), ("bm25", "bm25 rank", "bm25 score")]
-        engines += [(name, f"{name} rank", f"{name} score") for name in other_engines(rows)]
-        for engine, rank_name, score_name in engines:
-            view = row.engines.get(engine)
-            listed = view is not None and view.rank is not None
-            record[rank_name] = view.rank if listed else None
-            record[score_name] = view.score if listed else None
-        record["RRF"] = row.rrf_score
-        record["learned"] = row.learned_score
-        for mode in modes:
-            cell = row.cells.get(mode)
-            record[mode_column(mode)] = cell.rank if cell else None
-        record["section"] = row.section or ABSENT
-        records.append(record)
-    frame = pd.DataFrame.from_records(records)
-    ranks, scores = _split(modes, list(frame.columns))
-    for name in ranks:
-        if name in frame:
-            frame[name] = frame[name].astype("Int64")
-    for name in scores:
-        if name in frame:
-            frame[name] = frame[name].astype("float64")
+def comparison_frame(table) -> pd.DataFrame:
+    """The comparison table (diagnostics.comparison.comparison_table) as a DataFrame whose column
+    names are the screen's headers: ranks as nullable integers, scores as floats, "not listed" missing
+    (pd.NA / NaN), so the grid's own CSV export leaves those cells empty, as comparison_csv does."""
+    frame = pd.DataFrame.from_records(list(table.records), columns=table.names)
+    for name in table.named("rank") + table.named("mode"):
+        frame[name] = frame[name].astype("Int64")
+    for name in table.named("score"):
+        frame[name] = frame[name].astype("float64")
     return frame
 
 
-def _split(modes: list[str], columns: list[str]) -> tuple[list[str], list[str]]:
-    """The rank columns and the score columns: every engine's (built-in or not), then the modes' ranks."""
-    finals = [mode_column(m) for m in modes]
-    ranks = [c for c in columns if c.endswith(" rank") and c not in finals]
-    scores = ["cosine", *[c for c in columns if c.endswith(" score")], "RRF", "learned"]
-    return ranks + finals, scores
-
-
-def comparison_styler(frame: pd.DataFrame, modes: list[str], k: int):
-    """The table as shown: missing values drawn "—" (and sorted last), 3 decimals (RRF 4), each
-    mode's final rank bold within its top k and grey below it, and the rows where the modes
-    disagree highlighted (green where a mode has the row in its top k, amber where not)."""
-    shown = frame.copy()
-    rank_columns, score_columns = (_present(names, shown) for names in _split(modes, list(shown.columns)))
-    for name in rank_columns:
-        shown[name] = shown[name].fillna(ABSENT_RANK).astype("int64")
-    for name in score_columns:
-        shown[name] = shown[name].fillna(ABSENT_SCORE)
-    styler = shown.style.format(lambda v: ABSENT if v == ABSENT_RANK else f"{v:d}", subset=rank_columns)
-    styler = styler.format(lambda v: ABSENT if v == ABSENT_SCORE else f"{v:.3f}",
-                           subset=[n for n in score_columns if n != "RRF"])
-    if "RRF" in shown:
-        styler = styler.format(lambda v: ABSENT if v == ABSENT_SCORE else f"{v:.4f}", subset=["RRF"])
-    final = _present([mode_column(m) for m in modes], shown)
+def comparison_styler(table):
+    """The table as shown: missing values drawn "—", 3 decimals (RRF 4), each mode's final rank bold
+    within its top k and grey below it, and the rows where the modes disagree highlighted (green
+    where a mode has the row in its top k, amber where not)."""
+    frame = comparison_frame(table)
+    k = table.k
+    styler = frame.style.format("{:d}", subset=table.named("rank") + table.named("mode"), na_rep=ABSENT)
+    for column in table.columns:
+        if column.kind == "score":
+            styler = styler.format(f"{{:.{column.decimals}f}}", subset=[column.name], na_rep=ABSENT)
+    final = table.named("mode")
 
     def per_row(row: pd.Series) -> list[str]:
-        ranks = list(row)
-        differs = len(set(ranks)) > 1 and any(r <= k for r in ranks)
+        ranks = [None if pd.isna(rank) else int(rank) for rank in row]
+        differs = len(set(ranks)) > 1 and any(r is not None and r <= k for r in ranks)
         styles = []
         for rank in ranks:
-            style = "font-weight: bold" if rank <= k else "color: #9a9a9a"
+            in_top = rank is not None and rank <= k
+            style = "font-weight: bold" if in_top else "color: #9a9a9a"
             if differs:
-                style += f"; background-color: {IN_TOP_TINT if rank <= k else OUT_TINT}"
+                style += f"; background-color: {IN_TOP_TINT if in_top else OUT_TINT}"
             styles.append(style)
         return styles
 
     if final:
         styler = styler.apply(per_row, axis=1, subset=final)
     return styler
-
-
-def _present(names: list[str], frame: pd.DataFrame) -> list[str]:
-    return [n for n in names if n in frame]
 
 
 def run_label(run) -> str:

@@ -7,9 +7,10 @@ from collections.abc import Collection, Iterable
 
 import streamlit as st
 
+from ragloupe.diagnostics.comparison import BUILT_IN_ENGINES, ENGINE_SCORE_NAMES
 from ragloupe.models import Chunk, Hit
 from ragloupe.ui.table_view import show_chunk
-from ragloupe.ui.text import fmt_change, fmt_engine, fmt_rank, fmt_score, highlight_html, md_escape
+from ragloupe.ui.text import fmt_change, fmt_rank, fmt_score, highlight_html, md_escape
 from ragloupe.ui.why import why_ranked
 
 
@@ -38,35 +39,32 @@ def chunk_metadata(chunk: Chunk) -> None:
         hide_index=True, width="stretch")
 
 
-def hit_numbers(rank: int, score: float, engines: dict) -> str:
-    """'#3 · score 0.8123 · dense #5 · 0.612 · bm25 —': a hit's place in one line."""
-    return (f"#{rank} · score {fmt_score(score, 4)} · "
-            + " · ".join(f"{engine} {fmt_engine(*_view(engines.get(engine)))}"
-                         for engine in engine_names(engines)))
-
-
-def engine_names(engines: dict) -> list[str]:
-    """dense and bm25 (always named, "—" when they did not run), then every other engine the hit holds."""
-    return ["dense", "bm25", *(e for e in engines if e not in ("dense", "bm25"))]
+def hit_engines(hit: Hit) -> list[str]:
+    """The engines that looked at the hit, dense and bm25 first (read from the hit, so an attached
+    outside engine is named too)."""
+    names = set(hit.per_engine)
+    return [e for e in BUILT_IN_ENGINES if e in names] + sorted(names - set(BUILT_IN_ENGINES))
 
 
 def engine_ranks_label(hit: Hit) -> str:
-    """'dense #3 · bm25 —' for a collapsed hit's label (and any other engine that ranked it)."""
-    return " · ".join(f"{engine} {fmt_rank(_view(hit.per_engine.get(engine))[0])}"
-                      for engine in engine_names(hit.per_engine))
+    """'dense engine #3 · bm25 engine —' for a collapsed hit's label."""
+    return " · ".join(f"{engine} engine {fmt_rank(_view(hit.per_engine.get(engine))[0])}"
+                      for engine in hit_engines(hit))
 
 
 def hit_detail(hit: Hit, terms: Iterable[str], gold_units: Collection[str] = ()) -> None:
-    """An expander per hit, each engine's rank in its label: its numbers, then the full chunk."""
+    """An expander per hit (a chunk), each engine's rank in its label: its numbers, then the full chunk."""
     gold = " ★ gold" if hit.chunk.unit in gold_units else ""
     kind = " · table" if hit.chunk.kind == "table" else ""
-    with st.expander(md_escape(f"#{hit.rank} {chunk_label(hit.chunk)}{kind} · "
+    with st.expander(md_escape(f"#{hit.rank} {chunk_label(hit.chunk)} chunk {hit.chunk.position}{kind} · "
                                f"{engine_ranks_label(hit)}{gold}")):
-        engines = " | ".join(f"{engine} {fmt_engine(*_view(hit.per_engine.get(engine)))}"
-                             for engine in engine_names(hit.per_engine))
+        engines = " | ".join(
+            f"{engine} engine {fmt_rank(view[0])}"
+            + ("" if view[0] is None else f" · {ENGINE_SCORE_NAMES.get(engine, 'score')} {fmt_score(view[1])}")
+            for engine in hit_engines(hit) for view in [_view(hit.per_engine.get(engine))])
         st.text(
-            f"score {fmt_score(hit.score, 4)} | {engines} | fused {fmt_score(hit.fused_score, 4)} | "
-            f"rrf {fmt_score(hit.rrf_score, 4)} | rerank {fmt_change(hit.rerank_change)} | "
+            f"chunk score {fmt_score(hit.score, 4)} | {engines} | fused {fmt_score(hit.fused_score, 4)} | "
+            f"RRF {fmt_score(hit.rrf_score, 4)} | rerank {fmt_change(hit.rerank_change)} | "
             f"margin {fmt_score(hit.margin, 4)}\n"
             f"section: {hit.chunk.section or '—'} | quality: {hit.chunk.quality}"
             + (f" ({hit.chunk.reason})" if hit.chunk.reason else "") + f" | kind: {hit.chunk.kind}")
