@@ -10,6 +10,7 @@ from ragloupe.ui.cache import current_settings, get_store, get_workspace
 from ragloupe.ui.charts import k_sweep_chart, survival_chart
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.tables import run_comparison_rows, metrics_rows, parse_ks, run_label
+from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import evaluate_with_progress
 
 PAGE = "evaluation"
@@ -75,11 +76,12 @@ with page_errors():
         with survival:
             st.subheader("Rank survival")
             st.plotly_chart(survival_chart(runs), key="survival")
-        flagged = runs[0].data["label_audit"]["n_flagged"]
+        flagged = [q["query_id"] for q in runs[0].data["queries"] if (q.get("label_audit") or {}).get("flagged")]
         if flagged:
-            st.info(f"{flagged} question(s) look like gold-set errors (the answer is on another "
-                    "page, or the gold answer disagrees with the document); the report gives "
-                    "figures with and without them.")
+            st.info(md_escape(f"{len(flagged)} question(s) look like gold-set errors (the answer is on another "
+                              "page, or the gold answer disagrees with the document): " + ", ".join(flagged)
+                              + ". The report gives figures with and without them; the Failure audit "
+                              "shows each."))
 
     from ragloupe.ui.coverage_view import coverage_section
 

@@ -7,7 +7,9 @@ from collections.abc import Collection
 
 import plotly.graph_objects as go
 
+from ragloupe.diagnostics.run_map import NOT_IN_RUN
 from ragloupe.models import Ranking
+from ragloupe.ui import colours
 from ragloupe.ui.tables import ENGINES, engine_rank
 
 STAGES = (*ENGINES, "final")  # the built-ins' axes, always drawn so two modes' charts read alike
@@ -38,10 +40,13 @@ def bump_chart(ranking: Ranking, gold_units: Collection[str] = (), k: int | None
     for hit in hits:
         ranks = [engine_rank(hit, engine) for engine in engines] + [hit.rank]
         gold = hit.chunk.unit in gold_units
-        label = _escape(f"#{hit.rank} {hit.chunk.doc_id} p.{hit.chunk.record_id or hit.chunk.page}")
+        label = _escape(f"#{hit.rank} {hit.chunk.doc_id} p.{hit.chunk.record_id or hit.chunk.page}"
+                        + (" ★ gold" if gold else ""))
         figure.add_trace(go.Scatter(
             x=list(stages), y=ranks, mode="lines+markers", name=label, connectgaps=False,
-            line={"width": 3 if gold else 1.5, "color": "#d62728" if gold else None},
+            line={"width": 3.5 if gold else 1.5, "color": colours.GOLD if gold else colours.BUMP_OTHER,
+                  "dash": "solid" if gold else "dot"},
+            marker={"symbol": "diamond" if gold else "circle", "size": 10 if gold else 6},
             hovertemplate=f"{label}<br>%{{x}}: rank %{{y}}<extra></extra>"))
     figure.update_yaxes(range=[deepest + 0.5, 0.5], title="rank")
     figure.update_layout(height=height, margin={"l": 10, "r": 10, "t": 10, "b": 10},
@@ -61,18 +66,19 @@ def embedding_map(points: list[dict], colour_by: str, marks: dict[str, list[dict
     groups: dict[str, list[dict]] = {}
     for point in points:
         groups.setdefault(str(point[colour_by]), []).append(point)
-    for name in sorted(groups):
+    others = sorted(set(groups) - set(colours.FAILURE_COLOURS) - {NOT_IN_RUN})
+    # The grey of "not in question" first, so the coloured groups are drawn over it.
+    for name in sorted(groups, key=lambda n: (n != NOT_IN_RUN, n)):
         rows = groups[name]
+        colour = colours.category_colour(colour_by, name, NOT_IN_RUN, others)
+        marker = {"size": 5, "opacity": 0.45 if name == NOT_IN_RUN else 0.8}
+        if colour is not None:
+            marker["color"] = colour
         figure.add_trace(go.Scattergl(
             x=[r["x"] for r in rows], y=[r["y"] for r in rows], mode="markers",
-            name=_legend(name), marker={"size": 5, "opacity": 0.65},
+            name=_legend(name), marker=marker,
             text=[_hover(r) for r in rows], hovertemplate="%{text}<extra></extra>"))
-    styles = {"gold": {"symbol": "diamond", "size": 13, "color": "#d62728",
-                       "line": {"width": 1, "color": "black"}},
-              "hits": {"symbol": "circle-open", "size": 14, "color": "black",
-                       "line": {"width": 2}},
-              "query": {"symbol": "star", "size": 20, "color": "#ffbf00",
-                        "line": {"width": 1, "color": "black"}}}
+    styles = colours.MARKS
     for name, rows in (marks or {}).items():
         if not rows:
             continue
@@ -134,8 +140,8 @@ def survival_chart(runs: list, height: int = 320) -> go.Figure:
 def failure_chart(counts: dict[str, int], height: int = 300) -> go.Figure:
     """Queries per failure code."""
     codes = list(counts)
-    colours = ["#2ca02c" if code == "HIT" else "#d62728" for code in codes]
-    figure = go.Figure(go.Bar(x=codes, y=[counts[c] for c in codes], marker_color=colours,
+    fills = [colours.BAR_HIT if code == "HIT" else colours.BAR_FAILURE for code in codes]
+    figure = go.Figure(go.Bar(x=codes, y=[counts[c] for c in codes], marker_color=fills,
                               text=[counts[c] for c in codes], textposition="outside"))
     figure.update_layout(height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                          yaxis_title="questions")
