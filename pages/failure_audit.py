@@ -15,6 +15,17 @@ from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import evaluate_with_progress
 
 PAGE = "audit"
+COMPARED = ["dense", "bm25", "hybrid"]  # Search & compare's own default set
+
+
+def modes_with_run(compared: list[str] | None, run_mode: str) -> list[str]:
+    """The modes Search & compare was comparing, with the run's mode added (not put in their place):
+    at most three, the run's kept; an outside run's mode ("outside:NAME") is none of ragloupe's."""
+    modes = list(compared or COMPARED)
+    mode = run_mode.replace("+rewrite", "")
+    if mode.startswith("outside:") or mode in modes:
+        return modes[:3]
+    return (modes[:2] + [mode]) if len(modes) >= 3 else modes + [mode]
 
 st.title("Failure audit")
 st.caption("Failure codes after Barnett et al. (2024), assigned per question at the run's "
@@ -91,9 +102,8 @@ with page_errors():
     if st.button("Open in Search & compare", key="open_in_search"):
         state.carry("search", {"question": query["question"],
                                "docs": [query["doc_id"]] if run.data["scope"] == "doc" else [],
-                               # an outside run's mode ("outside:NAME") is none of ragloupe's
-                               "modes": [m for m in [run.data["mode"].replace("+rewrite", "")]
-                                         if not m.startswith("outside:")] or ["hybrid"]})
+                               "modes": modes_with_run(state.value("search", "modes", None),
+                                                       run.data["mode"])})
         st.session_state["_search_pending"] = True
         st.switch_page(page_file("search_compare"))
     audit = query.get("label_audit") or {}

@@ -669,6 +669,8 @@ def test_failure_audit_opens_a_question_in_search_and_compare(app_env, workspace
     assert_clean(app)
     assert app.title[0].value == "Search & compare"
     assert app.text_input(key="search.question").value == report.data["queries"][0]["question"]
+    # The run's mode is among the three compared, not in their place.
+    assert app.multiselect(key="search.modes").value == ["dense", "bm25", "hybrid"]
 
 
 def test_every_page_switch_names_a_page_of_the_navigation():
