@@ -359,14 +359,18 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env, workspace
     assert fusions == [f"Fusion: {rankings['hybrid'].fusion}"] == [f"Fusion: {app_env.fusion}"]
 
 
-def test_search_page_warns_above_the_table_when_fusion_falls_back_and_names_each_document(app_env):
-    """A search over every document reaches the Natech records, which the shipped learned model was
-    not trained on: the hybrid is fused by min-max instead, said in a warning above the table and in
-    its column's header; the doc column carries each report's whole name."""
-    import csv
-    import io
-
+def test_search_page_warns_above_the_table_when_fusion_falls_back_and_names_each_document(
+        app_env, tmp_path, monkeypatch):
+    """A search over every document reaches the Natech records; a learned model trained on report
+    pages alone does not rank records, so the hybrid is fused by min-max instead: said in a warning
+    above the table and in its column's header. The doc column carries each report's whole name."""
+    shipped = json.loads((PROJECT_ROOT / "src/ragloupe/retrieve/learned_model.json").read_text(encoding="utf-8"))
+    shipped["fingerprint"]["units"] = "page"
+    pages_only = tmp_path / "pages_only_model.json"
+    pages_only.write_text(json.dumps(shipped), encoding="utf-8")
+    monkeypatch.setenv("RAGLOUPE_LEARNED_MODEL", str(pages_only))
     app = run_page("search_compare")
+    app.selectbox(key="search.fusion").set_value("learned")
     _search(app, "emergency response plan for flooding", ["dense", "hybrid"], 10)
     used = next(t.value for t in app.text if t.value.startswith("Fusion: "))
     assert used.startswith("Fusion: minmax (")  # the pipeline fell back; the page must say so loudly

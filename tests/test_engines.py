@@ -25,14 +25,13 @@ from test_chroma_server import chroma_server  # noqa: F401 (fixture: a real `chr
 from ragloupe import attached
 from ragloupe.cli import main
 from ragloupe.config import Settings
-from ragloupe.diagnostics.comparison import comparison_rows
+from ragloupe.diagnostics.comparison import comparison_rows, comparison_table
 from ragloupe.diagnostics.labels import rank_modes
 from ragloupe.errors import AttachRefused
 from ragloupe.evaluate.runs import evaluate
 from ragloupe.index.pipeline import run_index
 from ragloupe.retrieve.search import InvalidSearch, fetch, replay, search
 from ragloupe.ui.charts import bump_chart
-from ragloupe.ui.tables import comparison_frame
 from ragloupe.workspace import Workspace
 
 GOLD = [
@@ -154,9 +153,9 @@ def test_a_plugin_engine_is_searched_compared_and_scored_with_no_other_file_chan
     rows = comparison_rows(rankings, level="page", k=5)
     row = next(r for r in rows if r.unit == "report#p5")
     assert row.cells["wordcount"].rank == 1
-    frame = comparison_frame(rows, ["hybrid", "wordcount"], level="page")
-    assert frame.loc[frame["page"] == "5", "wordcount rank"].iloc[0] == 1
-    assert frame.loc[frame["page"] == "5", "wordcount score"].iloc[0] == 2.0
+    table = comparison_table(rows, ["hybrid", "wordcount"], k=5, level="page")
+    record = next(r for r in table.records if r["page"] == "5")
+    assert (record["wordcount engine #"], record["wordcount engine score"], record["wordcount mode #"]) == (1, 2.0, 1)
     line = bump_chart(rankings["wordcount"], k=3).data[0]  # the first hit's line: an axis per engine
     assert tuple(line.x) == ("dense", "bm25", "wordcount", "final") and line.y[2] == 1 and line.y[3] == 1
 
