@@ -62,8 +62,8 @@ with page_errors():
         st.plotly_chart(failure_chart(failures["counts"]), key="failure_counts")
     with legend_col:
         st.subheader("Codes")
-        st.dataframe(pd.DataFrame([{"code": c, "meaning": m} for c, m in failures["taxonomy"].items()]),
-                     hide_index=True, width="stretch")
+        # A static table wraps each meaning in full (a grid cell would cut it mid-word).
+        st.table(pd.DataFrame([{"code": c, "meaning": m} for c, m in failures["taxonomy"].items()]).set_index("code"))
         generation = failures["generation"]
         if generation.get("assessed"):
             st.caption("Generation codes: " + ", ".join(f"{c} {n}" for c, n in generation["counts"].items()))
@@ -92,7 +92,7 @@ with page_errors():
             if q["query_id"] in {row["query_id"] for row in listed}]
     choice = st.selectbox("Look at one", keys, key=f"{PAGE}.query-{run_id}-{k}-{only_misses}",
                           format_func=lambda key: f"{key[1]} ({by_key[key]['failure']['code']}) "
-                                                  f"{by_key[key]['question'][:80]}")
+                                                  f"{by_key[key]['question']}")
     query = by_key[choice]
     st.subheader(md_escape(f"{query['query_id']} · {query['failure']['code']}"))
     st.text(f"Question: {query['question']}")

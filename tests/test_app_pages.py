@@ -650,6 +650,9 @@ def test_failure_audit_page_shows_the_runs_codes(app_env, workspace_of):
     figure = json.loads(app.get("plotly_chart")[0].proto.spec)
     bars = dict(zip(figure["data"][0]["x"], figure["data"][0]["y"]))
     assert bars == report.data["failures"]["counts"]
+    # Each code's meaning is shown whole (a static table wraps it), never cut mid-word.
+    codes = app.table[0].value
+    assert dict(zip(codes.index, codes["meaning"])) == report.data["failures"]["taxonomy"]
     if not misses:
         assert any("Every question hit" in s.value for s in app.success)
         return
