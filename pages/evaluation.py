@@ -63,6 +63,20 @@ with page_errors():
         runs = [load_run(run_id, settings) for run_id in run_ids]
         st.header("Results")
         st.dataframe(pd.DataFrame(metrics_rows(runs)), hide_index=True, width="stretch")
+        # The coverage caveat sits beside the Hit@1 it qualifies, above the charts.
+        from ragloupe.evaluate.coverage_sources import coverage_report
+
+        covered, _ = load_goldsets(paths[name] for name in chosen)
+        caveats = coverage_report(covered, settings, get_store(settings), settings.mode)["warnings"] if covered else []
+        if caveats:
+            st.warning(md_escape("These figures hold for the parts of the documents the gold sets cover: "
+                                 + " ".join(caveats)))
+        if len(runs) >= 2:  # the significance test on the run's own screen, not only under Past runs
+            paired = compare(runs[0], runs[1])
+            st.subheader(md_escape(f"Is the difference real? {runs[1].data['mode']} against {runs[0].data['mode']}"))
+            for line in paired.verdicts:
+                st.text(line)
+            st.dataframe(pd.DataFrame(run_comparison_rows(paired)), hide_index=True, width="stretch")
         for run in runs:
             st.caption(f"{run_label(run)}: {run.data['recall_sweep']['text']} · "
                        f"report {run.path.name if run.path else run.run_id}")

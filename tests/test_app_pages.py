@@ -630,6 +630,10 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env, workspace_of):
         shown = results[results["mode"] == mode].iloc[0]
         assert shown["hit@1"].startswith(f"{expected['hit@1']['mean']:.3f}")
         assert shown["mrr"].startswith(f"{expected['mrr']['mean']:.3f}")
+    # The paired significance test of the two runs is on the run's own screen, before any Compare click.
+    assert any(h.value.startswith("Is the difference real?") for h in app.subheader)
+    paired = next(d.value for d in app.dataframe if "p" in d.value.columns)
+    assert all(re.fullmatch(r"p (< 0\.001|= [01]\.\d{3})", p) for p in paired["p"]), list(paired["p"])
 
     button(app, "Compare").click()
     app.run()
