@@ -58,7 +58,10 @@ with page_errors():
                                            placeholder="all documents")
         st.form_submit_button("Place")
 
-    projection = get_projection(settings, method)
+    # A cold start fits the reducer over every chunk's vector: say so at once rather than show nothing.
+    with st.spinner(f"Reading the chunk vectors and fitting the 2-D map ({'UMAP' if method == 'umap' else 'PCA'}); "
+                    "the first time on an index takes a while, then it is cached…", show_time=True):
+        projection = get_projection(settings, method)
     caption = (f"{projection.method.upper()} of {projection.sample_size:,} chunks"
                + (f" (sample of {projection.total:,})" if projection.sampled else " (all)"))
     if projection.note:

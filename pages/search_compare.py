@@ -90,7 +90,7 @@ with page_errors():
     with st.form("search"):
         question = st.text_input("Question", key=f"{PAGE}.question",
                                  placeholder="e.g. What was the total capital expenditure?")
-        modes_col, k_col, level_col, rewrite_col = st.columns([4, 1, 2, 2])
+        modes_col, k_col, level_col, rewrite_col = st.columns([4, 1, 2, 3])  # the rewrite label whole at 1280 px
         modes = modes_col.multiselect("Modes (up to three)", base_modes, max_selections=3,
                                       key=f"{PAGE}.modes")
         k = k_col.number_input("k", min_value=1, max_value=50, step=1, key=f"{PAGE}.k")
