@@ -10,7 +10,7 @@ from ragloupe.ui.cache import current_settings, get_workspace
 from ragloupe.ui.charts import failure_chart
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.navigation import page_file
-from ragloupe.ui.tables import audit_rows, gold_rank_rows, retrieved_rows, run_label
+from ragloupe.ui.tables import audit_rows, codes_picked, gold_rank_rows, retrieved_rows, run_label, with_codes
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import evaluate_with_progress
 
@@ -59,7 +59,10 @@ with page_errors():
     chart_col, legend_col = st.columns([3, 2])
     with chart_col:
         st.subheader(f"Retrieval failures at k={failures['k']} ({run.data['n_queries']} questions)")
-        st.plotly_chart(failure_chart(failures["counts"]), key="failure_counts")
+        clicked = st.plotly_chart(failure_chart(failures["counts"]), key="failure_counts",
+                                  on_select="rerun", selection_mode="points")
+        picked_codes = codes_picked(clicked)
+        st.caption("Click a bar to list only that code's questions below (double-click the chart to clear).")
     with legend_col:
         st.subheader("Codes")
         # A static table wraps each meaning in full (a grid cell would cut it mid-word).
@@ -77,7 +80,9 @@ with page_errors():
                                     value=int(failures["k"]), key=f"{PAGE}.k-{run_id}"))
     only_misses = misses_col.toggle(f"Only the questions that miss at k={k}", value=True,
                                     key=f"{PAGE}.only_misses")
-    listed = audit_rows(run, k, only_misses)
+    listed = with_codes(audit_rows(run, k, only_misses), picked_codes, int(failures["k"]))
+    if picked_codes:
+        st.info(f"Only the questions coded {', '.join(sorted(picked_codes))} (picked on the chart).")
     st.subheader(f"Questions that miss at k={k}: "
                  f"{len(audit_rows(run, k, True))} of {run.data['n_queries']}")
     if not listed:

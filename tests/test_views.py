@@ -79,3 +79,14 @@ def test_a_tiny_p_value_reads_p_below_a_thousandth_never_zero():
 
     assert fmt_p(0.0) == "p < 0.001" and fmt_p(0.0004) == "p < 0.001"
     assert fmt_p(0.0123) == "p = 0.012"
+
+
+def test_a_clicked_failure_bar_filters_the_audit_to_its_code():
+    from ragloupe.ui.tables import codes_picked, with_codes
+
+    rows = [{"query_id": "Q1", "code at k=5": "FP1"}, {"query_id": "Q2", "code at k=5": "FP2"},
+            {"query_id": "Q3", "code at k=5": "FP2"}]
+    event = {"selection": {"points": [{"x": "FP2", "y": 2, "curve_number": 0}]}}
+    assert codes_picked(event) == {"FP2"}
+    assert [r["query_id"] for r in with_codes(rows, codes_picked(event), 5)] == ["Q2", "Q3"]
+    assert with_codes(rows, codes_picked({"selection": {"points": []}}), 5) == rows

@@ -205,6 +205,21 @@ def audit_rows(run, k: int, only_misses: bool = True) -> list[dict[str, Any]]:
     return rows
 
 
+def codes_picked(event) -> set[str]:
+    """The failure codes whose bars were clicked on the chart (a plotly selection event), if any."""
+    if not event:  # no chart event (AppTest, an older run)
+        return set()
+    points = (event.get("selection") or {}).get("points") or []  # Streamlit's event is a dict
+    return {str(point["x"]) for point in points if "x" in point}
+
+
+def with_codes(rows: list[dict[str, Any]], codes: set[str], failure_k: int) -> list[dict[str, Any]]:
+    """The audit rows coded with one of ``codes`` at the run's cutoff (all rows when none is picked)."""
+    if not codes:
+        return rows
+    return [row for row in rows if row.get(f"code at k={failure_k}") in codes]
+
+
 def gold_rank_rows(query: dict) -> list[dict[str, Any]]:
     """Each gold unit of a question with its final rank and each engine's rank, however deep."""
     listed = {entry["unit"]: entry for entry in query.get("ranked", [])}
