@@ -172,12 +172,6 @@ class Settings:
     weight_bm25: float = 1.0
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
-    # BM25 pseudo-relevance feedback (retrieve/feedback.py): the bm25_feedback_terms rarest-heavy words of
-    # the first pass's bm25_feedback_docs best chunks added to the question at bm25_feedback_weight.
-    # 0 terms = off. Measured in benchmarks/results/signals.json.
-    bm25_feedback_terms: int = 0
-    bm25_feedback_docs: int = 10
-    bm25_feedback_weight: float = 0.3
     bm25_backend: str = "bm25s"  # bm25s | rank_bm25: equal scores; bm25s ~10x faster at 10k chunks
     lexical_rerank: bool = False
     lexical_rerank_weight: float = 0.3  # share of the lexical signals in the lexical reranker's blend

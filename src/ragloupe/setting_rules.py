@@ -80,7 +80,6 @@ BOUNDS: dict[str, Bound] = {
     "weight_dense": _AT_LEAST_0, "weight_bm25": _AT_LEAST_0,
     "bm25_k1": _AT_LEAST_0, "bm25_b": _SHARE, "lexical_rerank_weight": _SHARE,
     "rerank_window": _AT_LEAST_0, "dynamic_cut_value": _AT_LEAST_0,
-    "bm25_feedback_terms": _AT_LEAST_0, "bm25_feedback_docs": _AT_LEAST_1, "bm25_feedback_weight": _AT_LEAST_0,
     "reader_window": _AT_LEAST_1, "reader_weight": _SHARE, "reader_passage_chars": _AT_LEAST_0,
     "period_boost": _AT_LEAST_0, "fiscal_year_start_month": Bound(1, 12),
     "llm_timeout_s": _POSITIVE, "llm_max_tokens": _AT_LEAST_1, "rewrite_timeout_s": _POSITIVE,

@@ -77,13 +77,9 @@ class EngineConfig:
     bm25_backend: str
     unit_bm25_b: float
     unit_dense: str
-    feedback_terms: int = 0  # BM25 pseudo-relevance feedback (retrieve/feedback.py); 0 = off
-    feedback_docs: int = 10
-    feedback_weight: float = 0.3
 
     @classmethod
     def of(cls, settings) -> "EngineConfig":
         """The engine part of ``settings`` (a Settings)."""
         return cls(float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend,
-                   float(settings.unit_bm25_b), settings.unit_dense, int(settings.bm25_feedback_terms),
-                   int(settings.bm25_feedback_docs), float(settings.bm25_feedback_weight))
+                   float(settings.unit_bm25_b), settings.unit_dense)
