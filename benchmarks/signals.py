@@ -124,8 +124,8 @@ class Bench:
             found, seconds = [], []
             for q in questions:
                 started = time.perf_counter()
-                found.append(fetch(q.question, "hybrid", K, normalise_filters({"doc_ids": [q.doc_id]}), s,
-                                   workspace=self.workspace, with_periods=True))
+                found.append(fetch(q.question, "hybrid", K, normalise_filters({"doc_ids": [q.doc_id]}),
+                                   workspace=self.workspace.with_settings(s), with_periods=True))
                 seconds.append(time.perf_counter() - started)
             self.fetched[key], self.fetch_s[key] = found, seconds
         return self.fetched[key]

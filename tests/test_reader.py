@@ -42,7 +42,8 @@ def test_openai_reader_moves_the_passage_it_says_yes_to_first_and_search_equals_
                                       reader_window=5, reader_weight=1.0)
         read = search(question, mode="hybrid+read", k=10, workspace=workspace.with_settings(settings))
         asked = len(server.requests)
-        replayed = replay(fetch(question, "hybrid+read", 10, None, settings, workspace=workspace), settings)
+        fetched = fetch(question, "hybrid+read", 10, None, workspace=workspace.with_settings(settings))
+        replayed = replay(fetched, settings)
 
     assert read.hits[0].chunk.chunk_id == third.chunk_id and read.hits[0].rerank_change == 2
     assert read.reranker == "reader:openai:fake-model"

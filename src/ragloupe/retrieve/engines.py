@@ -30,7 +30,6 @@ import numpy as np
 
 from ragloupe.index import lexical
 from ragloupe.models import Chunk
-from ragloupe.retrieve import feedback
 from ragloupe.retrieve.modes import timed
 
 DENSE_MEANING = "cosine similarity of the question's and the chunk's embeddings (1 - cosine distance, in [-1, 1])"
@@ -113,8 +112,6 @@ class BM25Engine:
         with timed(scope.timings, "bm25_index"):
             corpus = scope.workspace.lexical(config.bm25_k1, config.bm25_b, config.bm25_backend)
         scope.shared["chunk_bm25"] = corpus
-        if config.feedback_terms > 0:
-            return bm25_feedback_search(corpus, question.text, k, scope.filters, question.expansion, config)
         return bm25_search(corpus, question.text, k, scope.filters, question.expansion)
 
 
@@ -207,14 +204,3 @@ def bm25_search(index: lexical.LexicalIndex, query: str, n: int,
     return [EngineHit(chunk, score)
             for chunk, score in lexical.search(index, query, n, filters, extra_tokens)]
 
-
-def bm25_feedback_search(corpus: lexical.LexicalIndex, text: str, n: int, filters: dict | None,
-                         expansion: Sequence[str], config) -> list[EngineHit]:
-    """BM25 with pseudo-relevance feedback (retrieve/feedback.py): a first pass, then the question
-    with the feedback words of its best chunks."""
-    mask = corpus.mask(filters)
-    eligible = mask if mask is not None else np.ones(len(corpus), dtype=bool)
-    scores, _ = feedback.feedback_scores(corpus, lexical.tokenize(text) + list(expansion), eligible,
-                                         feedback.FeedbackConfig(config.feedback_terms, config.feedback_docs,
-                                                                 config.feedback_weight))
-    return [EngineHit(chunk, score) for chunk, score in lexical.ranked(corpus, scores, n, filters)]
