@@ -20,6 +20,7 @@ from typing import Sequence
 from ragloupe.cli import CommandResult, add_json_flag, settings_with_overrides
 from ragloupe.config import Settings, get_settings
 from ragloupe.errors import BadOption, RagloupeError
+from ragloupe.evaluate.stats import p_value_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -201,7 +202,7 @@ def render_comparison(result) -> list[str]:
     lines.append(f"{'metric':<10}{'A':>8}{'B':>8}{'B-A':>8}{'p':>9}   95% CI of B-A")
     for name, m in result.metrics.items():
         ci = "" if m["ci_low"] is None else f"[{m['ci_low']:+.3f}, {m['ci_high']:+.3f}]"
-        lines.append(f"{name:<10}{m['a']:>8.3f}{m['b']:>8.3f}{m['diff']:>+8.3f}{m['p_value']:>9.4f}   {ci}")
+        lines.append(f"{name:<10}{m['a']:>8.3f}{m['b']:>8.3f}{m['diff']:>+8.3f}{p_value_text(m['p_value']):>9}   {ci}")
     lines.append("")
     lines.append(f"improved {len(result.improved)}, regressed {len(result.regressed)}, "
                  f"unchanged {len(result.unchanged)} (by the rank of the first relevant unit)")

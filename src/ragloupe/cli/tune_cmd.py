@@ -39,6 +39,7 @@ from pathlib import Path
 from ragloupe.cli import CommandResult, add_json_flag
 from ragloupe.config import PROJECT_ROOT
 from ragloupe.evaluate.coverage_text import render_lines
+from ragloupe.evaluate.stats import p_text
 from ragloupe.evaluate.tune_rule import family_verdict_lines
 
 
@@ -184,7 +185,7 @@ def render(report, apply_note: str = "") -> str:
     for name, label in (("current", "the settings in force"), ("bm25", "bm25 alone")):
         test = d["versus"][name]["objective"]
         lines.append(f"out-of-fold vs {label}: objective {test['diff']:+.3f} "
-                     f"[{_num(test['ci_low'])}, {_num(test['ci_high'])}], p = {test['p_value']:.3f}")
+                     f"[{_num(test['ci_low'])}, {_num(test['ci_high'])}], {p_text(test['p_value'])}")
     lines += family_lines(d) + chunking_lines(d, report.timings)
     for name, count in (d.get("not_indexed") or {}).items():
         lines.append(f"left out: {count} {name} questions about documents the index does not hold "
@@ -250,7 +251,7 @@ def family_lines(d: dict) -> list[str]:
         oof, bm25, test = row["out_of_fold"], row["bm25_alone"], row["versus_bm25"]["objective"]
         lines.append(f"{name:<22}{row['n_questions']:>10}{oof['hit@1']['mean']:>8.3f}{oof['hit@3']['mean']:>8.3f}"
                      f"{oof['mrr']['mean']:>8.3f}{bm25['hit@1']['mean']:>12.3f}{bm25['mrr']['mean']:>10.3f}"
-                     f"{test['diff']:>+8.3f} ({test['p_value']:.2f})")
+                     f"{test['diff']:>+8.3f} ({p_text(test['p_value'])})")
     if d.get("selection"):
         lines.append(f"selection: {d['selection']}")
     return lines

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 
 from ragloupe.errors import GateInvalid
 from ragloupe.evaluate.compare import Comparison
+from ragloupe.evaluate.stats import p_text
 
 _METRIC = re.compile(r"^(hit|recall|ndcg|mrr)(@\d+)?$")
 
@@ -70,5 +71,5 @@ def worse_metrics(comparison: Comparison, metrics: Sequence[str], alpha: float) 
         result = comparison.metrics[name]
         if result["diff"] < 0 and result["p_value"] < alpha:
             fell.append(f"{name} fell by {-result['diff']:.3f} ({result['a']:.3f} -> {result['b']:.3f}, "
-                        f"p = {result['p_value']:.3f} < {alpha:g})")
+                        f"{p_text(result['p_value'])}, below {alpha:g})")
     return fell

@@ -15,6 +15,7 @@ from ragloupe.errors import RunsNotComparable
 from ragloupe.evaluate.metrics import mean_label, metric_names
 from ragloupe.evaluate.runs import BOOTSTRAP_SEED, FLOAT_DIGITS, RunReport
 from ragloupe.evaluate.stats import paired_bootstrap_ci, paired_permutation_p
+from ragloupe.evaluate.stats import p_text
 
 ALPHA = 0.05
 HEADLINE = ("hit@1", "mrr")
@@ -112,4 +113,4 @@ def _order(rank: int | None) -> float:
 
 
 def _p(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    return p_text(p)

@@ -12,6 +12,19 @@ import numpy as np
 from scipy import stats
 
 N_RESAMPLES = 2000
+SMALLEST_P_SHOWN = 0.001
+
+
+def p_value_text(p: float) -> str:
+    """A p-value as a reader expects it, for a column headed p: '< 0.001' below a thousandth, else
+    '0.012'. Never '0.000': a permutation test's p is never zero, only below what its resamples resolve."""
+    return f"< {SMALLEST_P_SHOWN:g}" if p < SMALLEST_P_SHOWN else f"{p:.3f}"
+
+
+def p_text(p: float) -> str:
+    """'p < 0.001' or 'p = 0.012': the one way the package writes a p-value in a sentence."""
+    shown = p_value_text(p)
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
 CONFIDENCE = 0.95
 
 

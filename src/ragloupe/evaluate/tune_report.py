@@ -18,6 +18,7 @@ from ragloupe.errors import RunNotFound
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.goldset import GoldSet
 from ragloupe.evaluate.runs import BOOTSTRAP_SEED, FLOAT_DIGITS, Report, read_report
+from ragloupe.evaluate.stats import p_text
 from ragloupe.evaluate.tune_folds import (HIT1, KS, METRICS, RR, Fold, FoldResult, TuneQuestion,
                                           in_sample_best, objective_per_query, out_of_fold, paired)
 from ragloupe.evaluate.tune_rule import judge, select_default
@@ -279,12 +280,12 @@ def apply_decision(chosen: Config, current: Config, versus_current: dict, rule: 
     if test["significant_win"]:
         return {"apply": True, "rebuild": rebuild,
                 "reason": (f"out-of-fold objective {test['candidate']:.3f} beats the settings in force "
-                           f"({test['baseline']:.3f}) by {test['diff']:+.3f}, paired test p = {test['p_value']:.3f}"
+                           f"({test['baseline']:.3f}) by {test['diff']:+.3f}, paired test {p_text(test['p_value'])}"
                            + (f"; chunking {current.chunking} -> {chosen.chunking} needs `ragloupe index --rebuild`"
                               if rebuild else ""))}
     return {"apply": False,
             "reason": (f"out-of-fold objective {test['candidate']:.3f} vs {test['baseline']:.3f} for the "
-                       f"settings in force (diff {test['diff']:+.3f}, p = {test['p_value']:.3f}): "
+                       f"settings in force (diff {test['diff']:+.3f}, {p_text(test['p_value'])}): "
                        "not a significant win, the settings stay as they are")}
 
 

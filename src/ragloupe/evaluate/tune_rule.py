@@ -29,6 +29,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ragloupe.evaluate.tune_folds import HIT1, objective_per_query, paired, worst_family
+from ragloupe.evaluate.stats import p_text
 from ragloupe.evaluate.tune_space import Config
 from ragloupe.retrieve.modes import parse_mode
 
@@ -123,7 +124,7 @@ def family_verdict_lines(rule: Mapping) -> list[str]:
         for name, row in rows:
             test = row["paired_hit@1"]
             lines.append(f"    {name:<28} Hit@1 {row['hit@1']:.3f} vs BM25 {row['bm25_hit@1']:.3f} "
-                         f"({row['diff']:+.3f}, paired p = {test['p_value']:.2f}) "
+                         f"({row['diff']:+.3f}, paired {p_text(test['p_value'])}) "
                          f"{'ok' if row['at_least_bm25'] else 'BELOW BM25'}")
     lines.append(f"default: {chosen['label']}" + ("" if rule["confirmed"] else " (provisional)"))
     return lines

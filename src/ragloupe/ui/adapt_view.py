@@ -19,6 +19,7 @@ import streamlit as st
 from ragloupe.adapt import compare
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
+from ragloupe.evaluate.stats import p_value_text
 from ragloupe.logs import log_exception
 from ragloupe.ui.cache import store_key
 from ragloupe.ui.guard import app_message
@@ -96,7 +97,7 @@ def comparison_frame(comparison: dict) -> pd.DataFrame:
         for m in compare.MEASURES:
             label = compare.LABELS[m]
             line[f"{label} before"], line[f"{label} after"] = row["before"][m], row["after"][m]
-            line[f"{label} p"] = row["p"][m]
+            line[f"{label} p"] = p_value_text(row["p"][m])
         rows.append(line)
     return pd.DataFrame(rows)
 

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ragloupe.models import Hit, Ranking
+from ragloupe.evaluate.stats import p_text
 from ragloupe.ui.text import ABSENT, fmt_rank, fmt_score
 
 ENGINES = ("dense", "bm25")
@@ -79,7 +80,7 @@ def fmt_p(p_value: float | None) -> str:
     """A p-value as a reader expects it: 'p < 0.001' below a thousandth, never 'p = 0.000'."""
     if p_value is None:
         return ABSENT
-    return "p < 0.001" if p_value < 0.001 else f"p = {p_value:.3f}"
+    return p_text(p_value)
 
 
 def run_comparison_rows(comparison) -> list[dict[str, Any]]:
