@@ -864,8 +864,24 @@ def test_index_job_progress_moves_within_a_file_and_never_back():
         fractions.append(job.fraction)
         texts.append(job.describe())
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert fractions[2] == pytest.approx(0.3)  # 60% of the first of two files
+    # Two files: 5% for planning, then each file 47.5% (reading 30% of it, embedding 60%, writing 10%).
+    assert fractions[1] == pytest.approx(0.05 + 0.95 * 0.3 / 2)  # the first file read, its embedding starts
+    assert fractions[2] == pytest.approx(0.05 + 0.95 * (0.3 + 0.6 * 0.6) / 2)  # 60% of it embedded
     assert "60% of this file embedded" in texts[2] and "a.pdf" in texts[2]
+
+
+def test_index_job_progress_moves_while_the_files_are_planned_and_the_first_is_read():
+    from ragloupe.index.pipeline import Progress
+    from ragloupe.ui.background import IndexJob
+
+    job, fractions = IndexJob(None), []
+    for step in [Progress("hash", 0, 4, "/raw/a.pdf"), Progress("hash", 3, 4, "/raw/d.pdf"),
+                 Progress("ingest", 0, 1, "/raw/a.pdf"), Progress("embed", 0, 1, "/raw/a.pdf", part=0.0)]:
+        job.update(step)
+        fractions.append(job.fraction)
+    assert 0 < fractions[0] < fractions[1] == pytest.approx(0.05)  # hashing moves the bar from the start
+    assert fractions[3] == pytest.approx(0.05 + 0.95 * 0.3)  # reading the file counts before its embedding
+    assert fractions == sorted(fractions)
 
 
 def test_terminal_progress_bar_never_goes_back_and_prints_its_last_line_once(capsys):

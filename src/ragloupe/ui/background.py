@@ -25,6 +25,12 @@ from ragloupe.ui.cache import current_settings, store_key
 from ragloupe.ui.guard import app_message
 
 
+# How a run's bar is shared out: hashing the files (planning), then per file reading it (text, OCR,
+# tables: done when its embedding starts), embedding it (moves slice by slice) and writing it.
+PLANNING_SHARE = 0.05
+READ_SHARE, EMBED_SHARE = 0.3, 0.6
+
+
 @dataclass
 class IndexJob:
     """One indexing run in a thread, and how far it got."""
@@ -43,9 +49,13 @@ class IndexJob:
     summary: object | None = None
 
     def update(self, step) -> None:
-        """The indexer's progress callback: files done plus the share of the current file."""
+        """The indexer's progress callback: the planning share, then files done plus the share of the
+        current file (reading it, embedding it slice by slice, writing it), so the bar moves from the
+        start instead of sitting at 0% while the files are hashed and the first one is read."""
         if step.stage == "hash":
             self.stage = "planning"
+            if step.total:
+                self._advance(PLANNING_SHARE * (int(step.done) + 1) / int(step.total))
             return
         self.stage, self.path = step.stage, str(step.path or "")
         self.done, self.total = int(step.done), int(step.total)
@@ -53,8 +63,13 @@ class IndexJob:
         if step.stage == "done":
             self.fraction = 1.0
         elif self.total:
-            within = self.file_part if step.stage == "embed" else 0.9 if step.stage == "write" else 0.0
-            self.fraction = max(self.fraction, min((self.done + within) / self.total, 0.99))
+            within = {"ingest": 0.0, "embed": READ_SHARE + EMBED_SHARE * self.file_part,
+                      "write": READ_SHARE + EMBED_SHARE}.get(step.stage, 0.0)
+            files = (self.done + within) / self.total
+            self._advance(min(PLANNING_SHARE + (1 - PLANNING_SHARE) * files, 0.99))
+
+    def _advance(self, fraction: float) -> None:
+        self.fraction = max(self.fraction, fraction)  # never goes back
 
     def describe(self) -> str:
         """'embed 2 of 3 · Grampian-2021-2022.pdf · 37% of this file · 1 min 10 s'."""
