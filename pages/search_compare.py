@@ -206,8 +206,9 @@ with page_errors():
         table = comparison_table(rows, modes_shown, k, level=level, show_doc=not one_doc,
                                  engines=engines, fusions=fusions)
         pinned = {"gold", "doc", "page", "record", "chunk"}
-        config = {column.name: st.column_config.Column(column.name, help=column.help, width=column_width(column),
-                                                       pinned=column.name in pinned)
+        config = {column.name: st.column_config.Column(
+                      column.name, help=column.help, pinned=column.name in pinned,
+                      width=column_width(column, [record.get(column.name) for record in table.records]))
                   for column in table.columns}
         event = None if reader else st.dataframe(
             comparison_styler(table), hide_index=True, width="stretch", column_config=config,

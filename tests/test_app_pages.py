@@ -392,6 +392,10 @@ def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env, workspac
     app = run_page("search_compare")
     _search(app, question, modes, k, level="chunk")
     table = app.dataframe[0].value
+    # The doc column is wide enough for its longest id at 8 px a character: no "Grampian-20" cut.
+    widths = {name: config.get("width") for name, config in json.loads(app.dataframe[0].proto.columns).items()}
+    longest = max(len(doc) for doc in table["doc"])
+    assert longest >= len("Grampian-2021-2022") and widths["doc"] >= 8 * longest + 16, (widths["doc"], longest)
     for mode in modes:
         ranking = search(question, mode=mode, k=app_env.candidate_window,
                          workspace=workspace_of(app_env),

@@ -98,11 +98,18 @@ _WIDTHS = {"mark": 44, "page": 64, "doc": 150}
 _HEADER_PX_PER_CHAR, _HEADER_PADDING = 8, 30
 
 
-def column_width(column) -> int | str:
-    """A column's width in pixels (a TableColumn of diagnostics.comparison): the section takes the rest."""
+_TEXT_PX_PER_CHAR, _TEXT_PADDING = 8, 24
+
+
+def column_width(column, values=()) -> int | str:
+    """A column's width in pixels (a TableColumn of diagnostics.comparison): the section takes the rest.
+    A doc or page column is as wide as its longest value too, so no document id is cut
+    ("Grampian-20" for every year's report)."""
     if column.width == "section":
         return "large"
-    return max(_WIDTHS.get(column.width, 0), 64, _HEADER_PX_PER_CHAR * len(column.name) + _HEADER_PADDING)
+    longest = max((len(str(v)) for v in values), default=0) if column.width in ("doc", "page") else 0
+    return max(_WIDTHS.get(column.width, 0), 64, _HEADER_PX_PER_CHAR * len(column.name) + _HEADER_PADDING,
+               _TEXT_PX_PER_CHAR * longest + _TEXT_PADDING if longest else 0)
 
 
 def comparison_frame(table) -> pd.DataFrame:
