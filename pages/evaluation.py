@@ -9,7 +9,7 @@ from ragloupe.ui.background import index_notice
 from ragloupe.ui.cache import current_settings, get_store, get_workspace
 from ragloupe.ui.charts import k_sweep_chart, survival_chart
 from ragloupe.ui.guard import page_errors
-from ragloupe.ui.tables import run_comparison_rows, metrics_rows, parse_ks, run_label
+from ragloupe.ui.tables import fitted_columns, run_comparison_rows, metrics_rows, parse_ks, run_label
 from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import evaluate_with_progress
 
@@ -62,7 +62,10 @@ with page_errors():
     if run_ids:
         runs = [load_run(run_id, settings) for run_id in run_ids]
         st.header("Results")
-        st.dataframe(pd.DataFrame(metrics_rows(runs)), hide_index=True, width="stretch")
+        metrics = pd.DataFrame(metrics_rows(runs))
+        st.dataframe(metrics, hide_index=True, width="stretch", key=f"{PAGE}.metrics",
+                     column_config={name: st.column_config.Column(width=px)
+                                    for name, px in fitted_columns(metrics).items()})
         # The coverage caveat sits beside the Hit@1 it qualifies, above the charts.
         from ragloupe.evaluate.coverage_sources import coverage_report
 
@@ -81,7 +84,10 @@ with page_errors():
             st.caption(f"{run_label(run)}: {run.data['recall_sweep']['text']} · "
                        f"report {run.path.name if run.path else run.run_id}")
         st.subheader("By difficulty")
-        st.dataframe(pd.DataFrame(metrics_rows(runs, "by_difficulty")), hide_index=True,
+        by_difficulty = pd.DataFrame(metrics_rows(runs, "by_difficulty"))
+        st.dataframe(by_difficulty, hide_index=True,
+                     column_config={name: st.column_config.Column(width=px)
+                                    for name, px in fitted_columns(by_difficulty).items()},
                      width="stretch")
         sweep, survival = st.columns(2)
         with sweep:

@@ -634,6 +634,11 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env, workspace_of):
         shown = results[results["mode"] == mode].iloc[0]
         assert shown["hit@1"].startswith(f"{expected['hit@1']['mean']:.3f}")
         assert shown["mrr"].startswith(f"{expected['mrr']['mean']:.3f}")
+    # Every figure and its interval is shown whole: each column as wide as its longest text at 8 px a character.
+    widths = {name: config.get("width") for name, config in json.loads(app.dataframe[0].proto.columns).items()}
+    for name in ("hit@1", "mrr", "recall@3"):
+        longest = max(len(value) for value in results[name])
+        assert longest >= len("0.000 [0.000, 0.000]") and widths[name] >= 8 * longest + 16, (name, widths)
     # The paired significance test of the two runs is on the run's own screen, before any Compare click.
     assert any(h.value.startswith("Is the difference real?") for h in app.subheader)
     paired = next(d.value for d in app.dataframe if "p" in d.value.columns)

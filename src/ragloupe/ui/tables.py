@@ -101,6 +101,14 @@ _HEADER_PX_PER_CHAR, _HEADER_PADDING = 8, 30
 _TEXT_PX_PER_CHAR, _TEXT_PADDING = 8, 24
 
 
+def fitted_columns(frame: pd.DataFrame) -> dict[str, int]:
+    """Each column's width in pixels to show its header and longest value whole ("0.800 [0.700, 0.880]"
+    under recall@10, a whole mode name), for st.dataframe's column_config: nothing cut mid-word."""
+    return {str(name): max(64, _HEADER_PX_PER_CHAR * len(str(name)) + _HEADER_PADDING,
+                           _TEXT_PX_PER_CHAR * max((len(str(v)) for v in frame[name]), default=0) + _TEXT_PADDING)
+            for name in frame.columns}
+
+
 def column_width(column, values=()) -> int | str:
     """A column's width in pixels (a TableColumn of diagnostics.comparison): the section takes the rest.
     A doc or page column is as wide as its longest value too, so no document id is cut
