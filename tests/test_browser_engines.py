@@ -8,11 +8,14 @@ engine columns and its mode column carry what the retriever answered.
 
 from __future__ import annotations
 
+import csv
+import io
 import threading
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
-from test_browser import _grid_rows, _open, _settle, _shot, _streamlit_servers, browser  # noqa: F401 (fixture)
+from test_browser import _open, _settle, _shot, _streamlit_servers, browser  # noqa: F401 (fixture)
 from test_engines import _Retriever, index  # noqa: F401 (fixture)
 
 from ragloupe import attached
@@ -53,12 +56,17 @@ def test_an_attached_engine_shows_in_search_and_compare_with_its_ranks_and_score
             _settle(page)
             assert [t.strip() for t in page.get_by_role("tab").all_inner_texts()] == ["hybrid", "svc"]
             # The page column is headed "record" when the table holds a record; the grid gives raw values.
-            rows = {(row["doc"], row.get("page") or row.get("record")): row for row in _grid_rows(page)}
+            # The grid renders only the columns in view; the table's file holds every one of them.
+            with page.expect_download() as downloaded:
+                page.get_by_role("button", name="Download this table (CSV)").click()
+            exported = Path(downloaded.value.path()).read_text(encoding="utf-8")
+            rows = {(row["doc"], row.get("page") or row.get("record")): row
+                    for row in csv.DictReader(io.StringIO(exported))}
             _shot(page, "search_compare_attached_engine", full_page=False)
         finally:
             page.close()
     # What the retriever answered: page 3 first (score 7.5), page 2 second (3.0).
     third, second = rows[("report", "3")], rows[("report", "2")]
-    assert (third["svc #"], third["svc"], third["→svc"]) == ("1", "7.5", "1")
-    assert (second["svc #"], second["svc"], second["→svc"]) == ("2", "3", "2")
-    assert third["→hybrid"] == "1" and third["bm25 #"] == "1"  # ragloupe's own mode, in the same row
+    assert (third["svc engine #"], third["svc engine score"], third["svc mode #"]) == ("1", "7.5", "1")
+    assert (second["svc engine #"], second["svc engine score"], second["svc mode #"]) == ("2", "3.0", "2")
+    assert third["hybrid mode #"] == "1" and third["bm25 engine #"] == "1"  # ragloupe's own mode, in the same row

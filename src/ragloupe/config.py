@@ -180,11 +180,12 @@ class Settings:
     # The +read modes (hybrid+read): the configured LLM, or the embedded Gemma when the backend is
     # embedded or none, reads the question with each of the first reader_window candidates
     # (retrieve/reader.py) and its score is blended with the fused one (reader_weight 1: the reader's
-    # order alone). Measured in benchmarks/results/signals.json.
+    # order alone). Measured in benchmarks/results/signals.json: the embedded model's order alone lost
+    # badly (whole-report Hit@1 0.780 -> 0.409); its query likelihood blended at 0.5 was the best tried.
     reader_window: int = 5
-    reader_weight: float = 1.0
+    reader_weight: float = 0.5
     reader_passage_chars: int = 600  # each passage is cut to this many characters before it is read
-    reader_signal: str = "yesno"  # yesno | likelihood (query likelihood; the embedded model only)
+    reader_signal: str = "likelihood"  # likelihood (query likelihood; the embedded model only) | yesno
     page_aggregation: str = "max"  # max | sum | rrf
     # Whole-unit signals fused with the chunk view (retrieve/units.py, aggregate.unit_view):
     # none | records (records of CSV/JSONL corpora) | all (PDF pages too).
