@@ -8,28 +8,18 @@ from the Python path of the process that searches (set PYTHONPATH for your modul
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable, Mapping
 
 from ragloupe.attached.base import AttachedEngine
 from ragloupe.attached.outside_hits import hits_of
 from ragloupe.errors import AttachRefused, EngineBadReply, EngineUnavailable
+from ragloupe.evaluate import outside
 from ragloupe.retrieve.engines import EngineHit, Question, Scope
 
 
 def load_function(spec: str) -> Callable[[str], Any]:
     """The function named ``package.module:function``; AttachRefused saying what is wrong."""
-    module_name, sep, attr = (spec or "").partition(":")
-    if not sep or not module_name or not attr:
-        raise AttachRefused(f"--python wants package.module:function, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module failing to import is theirs to fix, in one line
-        raise AttachRefused(f"--python: cannot import {module_name} ({type(exc).__name__}: {exc})") from None
-    function = getattr(module, attr, None)
-    if not callable(function):
-        raise AttachRefused(f"--python: {module_name} has no function {attr!r}")
-    return function
+    return outside.load_function(spec, "--python", AttachRefused)
 
 
 class PythonEngine(AttachedEngine):

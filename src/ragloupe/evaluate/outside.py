@@ -183,16 +183,22 @@ def _parse_jsonl(lines: Sequence[str]) -> tuple[dict, dict, list[RunProblem]]:
 
 def load_retriever(spec: str) -> Callable[[str], Any]:
     """The function named ``package.module:function``; RagloupeError saying what is wrong."""
+    return load_function(spec, "--retriever", RagloupeError)
+
+
+def load_function(spec: str, option: str, error: type[RagloupeError]) -> Callable[[str], Any]:
+    """The function named ``package.module:function`` (given as ``option``); ``error`` saying what is
+    wrong: `ragloupe eval --retriever` and an attached Python engine load theirs alike."""
     module_name, sep, attr = (spec or "").partition(":")
     if not sep or not module_name or not attr:
-        raise RagloupeError(f"--retriever wants package.module:function, got {spec!r}")
+        raise error(f"{option} wants package.module:function, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # the user's module failing to import is theirs to fix, in one line
-        raise RagloupeError(f"--retriever: cannot import {module_name} ({type(exc).__name__}: {exc})") from None
+        raise error(f"{option}: cannot import {module_name} ({type(exc).__name__}: {exc})") from None
     function = getattr(module, attr, None)
     if not callable(function):
-        raise RagloupeError(f"--retriever: {module_name} has no function {attr!r}")
+        raise error(f"{option}: {module_name} has no function {attr!r}")
     return function
 
 
