@@ -210,6 +210,7 @@ with page_errors():
                       column.name, help=column.help, pinned=column.name in pinned,
                       width=column_width(column, [record.get(column.name) for record in table.records]))
                   for column in table.columns}
+        st.space("medium")  # the grid's toolbar floats above its top edge: keep it off the line above
         event = None if reader else st.dataframe(
             comparison_styler(table), hide_index=True, width="stretch", column_config=config,
             key=f"{PAGE}.table", on_select="rerun", selection_mode="single-row", placeholder="—",
