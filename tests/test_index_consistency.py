@@ -16,7 +16,7 @@ from conftest import NOTE_ROWS, write_records
 from test_index_incremental import assert_consistent
 
 from ragloupe.errors import IndexBusy
-from ragloupe.index.lock import lock_holder
+from ragloupe.index.lock import index_lock, lock_holder
 from ragloupe.index.manifest import Manifest
 from ragloupe.index.pipeline import run_index
 from ragloupe.index.store import open_store
@@ -117,3 +117,23 @@ def test_second_indexer_is_refused_while_the_first_runs(small_corpus, settings):
     assert json.loads(output)["new"] == ["notes", "report"]  # the first run was not disturbed
     assert_consistent(settings)
     assert lock_holder(settings) is None
+
+
+def test_a_page_asking_whether_an_indexer_runs_does_not_refuse_the_indexer(settings):
+    """lock_holder() holds a shared lock for an instant; an indexer starting then must not be told
+    "another indexer is running" (the Index page's adapt button hit this while the page rendered)."""
+    import fcntl
+    import threading
+
+    settings.path("index_dir").mkdir(parents=True, exist_ok=True)
+    path = settings.path("index_dir") / ".lock"
+    probe = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # what lock_holder() does, held a little longer
+    release = threading.Timer(0.2, lambda: fcntl.flock(probe, fcntl.LOCK_UN))
+    release.start()
+    try:
+        with index_lock(settings):
+            assert lock_holder(settings) == os.getpid()
+    finally:
+        release.join()
+        os.close(probe)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -20,6 +21,7 @@ from ragloupe.config import Settings
 from ragloupe.errors import IndexBusy
 
 LOCK_NAME = ".lock"
+PROBE_WAIT_S = 1.0  # how long a holder that wrote no pid is waited on (see _take)
 
 
 @contextmanager
@@ -31,14 +33,7 @@ def index_lock(settings: Settings) -> Iterator[Path]:
     # Open without truncating: the holder's pid must stay readable until we own the lock.
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_pid(path)
-            who = f"pid {holder}" if holder else "another process"
-            raise IndexBusy(
-                f"another indexer is running ({who}) on {index_dir}; "
-                "wait for it to finish, then run the command again") from None
+        _take(fd, path, index_dir)
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         os.fsync(fd)
@@ -49,6 +44,26 @@ def index_lock(settings: Settings) -> Iterator[Path]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _take(fd: int, path: Path, index_dir: Path) -> None:
+    """The exclusive lock, or IndexBusy naming the holder. A holder that wrote no pid may be
+    lock_holder() looking (a page asking whether an indexer runs holds a shared lock for an
+    instant), or an indexer between taking the lock and writing its pid: both are waited on
+    for up to PROBE_WAIT_S before the lock is called busy."""
+    deadline = time.monotonic() + PROBE_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            holder = _read_pid(path)
+            if holder or time.monotonic() >= deadline:
+                who = f"pid {holder}" if holder else "another process"
+                raise IndexBusy(
+                    f"another indexer is running ({who}) on {index_dir}; "
+                    "wait for it to finish, then run the command again") from None
+            time.sleep(0.02)
 
 
 def lock_holder(settings: Settings) -> int | None:
