@@ -33,11 +33,20 @@ if "--index-if-empty" in sys.argv:
 
     start_first_run_index(sys.argv[sys.argv.index("--index-if-empty") + 1:])
 
+
+def _first_page() -> None:
+    """The app's root URL opens the first page at its own URL: the default page is served only at /,
+    so a first page that were the default would answer its own address (a bookmark, a link) with
+    Streamlit's "Page not found"."""
+    st.switch_page(page_file(PAGES[0].name))
+
+
 sections: dict[str, list] = {}
-for position, page in enumerate(PAGES):
+for page in PAGES:
     sections.setdefault(page.section, []).append(st.Page(
-        page_file(page.name), title=page.title, icon=f":material/{page.icon}:",
-        url_path=page.name, default=position == 0))
+        page_file(page.name), title=page.title, icon=f":material/{page.icon}:", url_path=page.name))
+sections[PAGES[0].section].insert(0, st.Page(_first_page, title=PAGES[0].title, url_path="home",
+                                             default=True, visibility="hidden"))
 navigation = st.navigation(sections)
 st.sidebar.caption("ragloupe · a loupe on retrieval-augmented generation")
 sidebar_controls()  # the collection and the examiner view, for every page

@@ -189,7 +189,7 @@ def first_requests(demo_index, tmp_path_factory, browser):
         for page, (url, _) in zip(NAVIGATION, servers):
             tab = browser.new_page(viewport={"width": 1600, "height": 1000})
             tab.set_default_timeout(300_000)
-            address = url if page is NAVIGATION[0] else f"{url}/{page.name}"  # default page: /
+            address = f"{url}/{page.name}"  # the page's own address, as a bookmark holds it
             tab.goto(address)
             opened[page.name] = (tab, address)
         yield opened
@@ -207,6 +207,7 @@ def test_each_page_url_as_a_fresh_servers_first_request_opens_inside_the_navigat
     tab, address = first_requests[page.name]
     tab.get_by_role("heading", name=page.title).first.wait_for()
     _settle(tab)
+    assert not tab.get_by_text("Page not found").count(), f"{address} answered 'Page not found'"
     navigation = tab.locator('[data-testid="stSidebarNav"]').inner_text()
     for entry in NAVIGATION:
         assert entry.title in navigation, navigation
@@ -295,7 +296,10 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     _shot(page, "chunk_explorer")
 
     # 2. Search and compare three modes in one table: each row's ranks are the pipeline's.
-    _open(page, url, "Search & compare")  # the default page lives at /
+    # The app's root in a fresh session opens the first page at its own address, with no
+    # "Page not found" on the way (the address a user copies must open the page again).
+    _open(page, url, "Search & compare")
+    assert page.url == f"{url}/search_compare" and not page.get_by_text("Page not found").count()
     page.get_by_label("Question", exact=True).fill(question.question)
     page.get_by_role("button", name="Search").click()
     page.locator('[data-testid="stDataFrame"]').first.wait_for()

@@ -24,7 +24,9 @@ class PageEntry(NamedTuple):
     icon: str  # a material icon name
 
 
-# The first page is the default, served at /; the others at /<name>.
+# Every page is served at /<name>; the app's root / opens the first (app/streamlit_app.py: Streamlit
+# serves its default page only at /, so a default first page answered its own address with
+# "Page not found").
 PAGES = (
     PageEntry("Retrieval", "search_compare", "Search & compare", "compare_arrows"),
     PageEntry("Retrieval", "answer", "Answer", "chat"),
