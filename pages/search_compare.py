@@ -20,7 +20,7 @@ from ragloupe.ui.guard import page_errors
 from ragloupe.ui.sidebar import examiner
 from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.navigation import page_file
-from ragloupe.ui.tables import column_width, comparison_styler
+from ragloupe.ui.tables import COMPARISON_ALIGNMENT, column_width, comparison_styler
 from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import md_escape, query_terms
 from ragloupe.ui.labelling import label_form
@@ -208,7 +208,8 @@ with page_errors():
         pinned = {"gold", "doc", "page", "record", "chunk"}
         config = {column.name: st.column_config.Column(
                       column.name, help=column.help, pinned=column.name in pinned,
-                      width=column_width(column, [record.get(column.name) for record in table.records]))
+                      width=column_width(column, [record.get(column.name) for record in table.records]),
+                      alignment=COMPARISON_ALIGNMENT)
                   for column in table.columns}
         st.space("medium")  # the grid's toolbar floats above its top edge: keep it off the line above
         event = None if reader else st.dataframe(

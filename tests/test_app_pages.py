@@ -396,6 +396,10 @@ def test_search_page_comparison_matches_the_pipeline_per_chunk(app_env, workspac
     widths = {name: config.get("width") for name, config in json.loads(app.dataframe[0].proto.columns).items()}
     longest = max(len(doc) for doc in table["doc"])
     assert longest >= len("Grampian-2021-2022") and widths["doc"] >= 8 * longest + 16, (widths["doc"], longest)
+    # So is the section column, for its longest heading (it was a fixed 400 px, wider headings cut).
+    heading = max(len(section) for section in table["section"])
+    assert heading >= 40 and isinstance(widths["section"], int) and widths["section"] >= 8 * heading + 16, (
+        widths["section"], heading)
     for mode in modes:
         ranking = search(question, mode=mode, k=app_env.candidate_window,
                          workspace=workspace_of(app_env),

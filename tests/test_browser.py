@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from local_servers import free_port, wait_until_ready
 
@@ -34,6 +36,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
 ENTRY = PROJECT_ROOT / "app" / "streamlit_app.py"
 QUESTION_DOC = "Grampian-2021-2022"
+# Its rows hold section headings of 66 characters (eu-013, "6.2.3. Special needs teacher ...").
+SECTION_QUESTION = "special needs teacher education for vocational institutions"
 UPLOADED_RECORDS = (
     "id,title,text\n"
     "P-1,Pump seals,\"Mechanical seals on the transfer pumps are inspected every 500 running hours "
@@ -238,6 +242,64 @@ def _unique(headers: list[str]) -> list[str]:
     return out
 
 
+# glide-data-grid (st.dataframe) paints on a canvas: what a user reads there is pixels, not DOM.
+_LINE = 240  # the grid's separator lines (#e8e5e2) are darker than this, its backgrounds lighter
+_INK = 190  # text is darker than this (grey ranks #9a9a9a and the "—" placeholder too); tints are lighter
+
+
+def _drawn_grid(grid) -> dict:
+    """What Chromium draws of a grid in view: its columns' left and right edges (from the separator
+    lines of the header row), its rows (from the lines across the first column), and for each
+    column and body row how far its text reaches from the column's left edge (None: no text drawn).
+    Columns come left to right, the selection checkbox column first."""
+    grid.page.mouse.move(1, 1)  # off the grid: its toolbar, shown on hover, covers its top right corner
+    grid.page.wait_for_timeout(400)
+    image = np.asarray(Image.open(io.BytesIO(grid.screenshot())).convert("L"), dtype=int)
+    header = image[4:34]  # the header row: a separator runs down all of it, a letter never does
+    edges = _runs([x for x in range(image.shape[1])
+                   if np.mean((header[:, x] < _LINE) & (header[:, x] > _INK)) > 0.8])
+    columns = [(left[1] + 1, right[0]) for left, right in zip(edges, edges[1:])]
+    probe = columns[1][0] + 2  # left padding of the column after the checkboxes: never text
+    bands = _runs([y for y, level in enumerate(image[:, probe]) if level < _LINE])
+    rows = [(top[1] + 1, bottom[0]) for top, bottom in zip(bands, bands[1:])][1:]  # [0] is the header
+    rows = [(top, bottom) for top, bottom in rows if bottom - top >= 30]  # whole rows (35 px) only
+    text = []
+    for left, right in columns:
+        reach = []
+        for top, bottom in rows:
+            dark = np.nonzero((image[top + 2:bottom - 2, left + 1:right - 1] < _INK).any(axis=0))[0]
+            reach.append((int(dark[0]) + 1, int(dark[-1]) + 1) if dark.size else None)
+        text.append(reach)
+    return {"columns": columns, "rows": rows, "text": text, "width": image.shape[1]}
+
+
+def _runs(positions: list[int]) -> list[tuple[int, int]]:
+    """Adjacent positions as (first, last) runs: a line one or more pixels wide (or with a shadow)."""
+    runs: list[tuple[int, int]] = []
+    for position in positions:
+        if runs and position == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], position)
+        else:
+            runs.append((position, position))
+    return runs
+
+
+def _grid_headers(grid) -> list[str]:
+    """The headers of the columns the grid has drawn (its accessible table holds only those)."""
+    return [h.strip() for h in grid.locator("th").all_inner_texts()]
+
+
+def _scroll_grid(grid, to: str) -> None:
+    grid.evaluate("(g, to) => { const s = g.querySelector('.dvn-scroller'); "
+                  "s.scrollLeft = to === 'end' ? s.scrollWidth : 0; }", to)
+    grid.page.wait_for_timeout(600)
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
 def _progress_texts(page, done, timeout_s: float = 240) -> list[str]:
     """Every text the page's progress bar showed until ``done()`` holds."""
     seen: list[str] = []
@@ -269,6 +331,46 @@ def _big_records(n: int) -> bytes:
     lines = ["id,title,text"] + [f"N-{i},Inspection {i},\"Pump seal {i} on transfer line {i % 7} "
                                  f"was inspected after {100 + i} running hours.\"" for i in range(n)]
     return ("\n".join(lines) + "\n").encode()
+
+
+def _what_a_user_reads_at_1280(page) -> None:
+    """Search & compare at 1280x800 (issue 29), read as drawn: the rewrite toggle's label whole, the
+    grid's floating toolbar over no line of text, every column of figures in view showing its
+    figures (an engine's rank column that looks empty says "not listed"), and each section heading
+    whole once the grid is scrolled to it."""
+    page.get_by_label("Question", exact=True).fill(SECTION_QUESTION)
+    page.locator('[data-testid="stForm"]').get_by_role("button", name="Search").click()
+    _settle(page)
+    label = page.get_by_text("Rewrite the query (LLM)", exact=True).first
+    assert label.locator("xpath=ancestor::*[@data-testid='stMarkdownContainer'][1]").evaluate(
+        "e => e.scrollWidth <= e.clientWidth"), "the rewrite toggle's label is cut"
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    grid.hover()  # its toolbar shows
+    toolbar = grid.locator('[data-testid="stElementToolbar"]').bounding_box()
+    texts = page.evaluate("""() => [...document.querySelectorAll(
+        '[data-testid="stMain"] :is([data-testid="stText"], [data-testid="stCaptionContainer"], [data-testid="stMarkdownContainer"])')]
+        .map(e => { const r = e.getBoundingClientRect();
+                    return {text: e.innerText, x: r.x, y: r.y, width: r.width, height: r.height}; })
+        .filter(box => box.height > 0 && box.text.trim())""")
+    assert [t["text"] for t in texts if _overlap(t, toolbar)] == []
+
+    headers, drawn = _grid_headers(grid), _drawn_grid(grid)
+    assert len(drawn["rows"]) >= 10 and len(drawn["columns"]) >= len(headers) + 1, (headers, drawn["columns"])
+    for name, (left, right), reach in zip(headers, drawn["columns"][1:], drawn["text"][1:]):
+        if name.endswith(("#", "score", "cosine")) and right - left >= 24:  # its header legible
+            assert None not in reach, f"'{name}' is in view but rows {[i for i, r in enumerate(reach) if r is None]} show nothing"
+
+    _scroll_grid(grid, "end")
+    headers, drawn = _grid_headers(grid), _drawn_grid(grid)
+    assert headers[-1] == "section", headers
+    sections = [row.get("section", "") for row in _grid_rows(page)]
+    assert max(map(len, sections)) >= 60, sections  # a heading longer than the old 400 px column
+    left, right = drawn["columns"][-1]
+    reached = [end for reach in drawn["text"][-1] if reach for _, end in [reach]]
+    assert len(reached) == sum(1 for s in sections[:len(drawn["rows"])] if s)
+    assert max(reached) <= right - left - 6, (max(reached), right - left)  # cut text runs to the edge
+    _scroll_grid(grid, "start")
 
 
 def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace_of) -> None:
@@ -361,6 +463,9 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     _settle(page)
     assert page.get_by_label("Question", exact=True).input_value() == question.question
     assert len(_grid_rows(page)) == len(rows)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    _what_a_user_reads_at_1280(page)
+    page.set_viewport_size({"width": 1600, "height": 1000})
     page.get_by_role("button", name="Show on the map").click()
     page.get_by_role("heading", name="Embeddings").wait_for()
     page.get_by_text("hits (hybrid) ringed").wait_for()

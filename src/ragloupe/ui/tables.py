@@ -109,15 +109,22 @@ def fitted_columns(frame: pd.DataFrame) -> dict[str, int]:
             for name in frame.columns}
 
 
-def column_width(column, values=()) -> int | str:
-    """A column's width in pixels (a TableColumn of diagnostics.comparison): the section takes the rest.
-    A doc or page column is as wide as its longest value too, so no document id is cut
-    ("Grampian-20" for every year's report)."""
-    if column.width == "section":
-        return "large"
-    longest = max((len(str(v)) for v in values), default=0) if column.width in ("doc", "page") else 0
+def column_width(column, values=()) -> int:
+    """A column's width in pixels (a TableColumn of diagnostics.comparison), wide enough for its header.
+    A doc, page or section column is as wide as its longest value too, so no document id ("Grampian-20"
+    for every year's report) and no section heading is cut mid-word."""
+    longest = (max((len(str(v)) for v in values if v is not None), default=0)
+               if column.width in ("doc", "page", "section") else 0)
     return max(_WIDTHS.get(column.width, 0), 64, _HEADER_PX_PER_CHAR * len(column.name) + _HEADER_PADDING,
                _TEXT_PX_PER_CHAR * longest + _TEXT_PADDING if longest else 0)
+
+
+# Every comparison column's values start at its left edge, under its header. The grid scrolls
+# sideways, so a column is often only partly in view at the grid's right edge: right-aligned figures
+# were then drawn past that edge under a header in plain view, and an engine's rank column read as
+# empty, which on this table means "not listed". Left-aligned, a column shows as much of its values
+# as of its header.
+COMPARISON_ALIGNMENT = "left"
 
 
 def comparison_frame(table) -> pd.DataFrame:
