@@ -67,6 +67,11 @@ VARIANTS = {
                                  "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
     "inbatch-128tok-lr5e-5-90": {"adapt_max_steps": 90, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
                                  "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
+    # One and three epochs of the demo corpus's 2,453 pairs (77 batches of 32 an epoch).
+    "inbatch-128tok-lr5e-5-80": {"adapt_max_steps": 80, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                                 "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
+    "inbatch-128tok-lr5e-5-240": {"adapt_max_steps": 240, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                                  "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
     "steps-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200},
     "no-hard-negatives-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_hard_negatives": False},
     "sentences-only-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_pair_kinds": "sentence"},

@@ -1,17 +1,19 @@
 """The confirmation figures: questions written after the features were frozen, by a writer who never saw them.
 
-    .venv/bin/python benchmarks/confirm.py --label bundled [--modes dense,bm25,hybrid] [--out PATH]
+    .venv/bin/python benchmarks/confirm.py --label bundled [--set confirm2] [--modes dense,bm25,hybrid] [--out PATH]
 
 On the index RAGLOUPE_INDEX_DIR points at (the three Grampian reports,
 data/benchmarks/natech/guidance.csv and data/benchmarks/manuals/pdf), every set
-under data/benchmarks/confirm/ is scored by `ragloupe eval`'s evaluate(), each
+under data/benchmarks/<--set>/ (confirm: the first confirmation set; confirm2: the second,
+written on 2026-12-05 after the first had been used once) is scored by `ragloupe eval`'s evaluate(), each
 question scoped to its document, in each mode. Nothing here chooses anything:
 the sets are measured once, after tuning, and the figures are reported as they
 come. Per family (Grampian reports split by the question's wording, manuals,
 Natech records): Hit@1 / Hit@3 / MRR@10 with bootstrap CIs, Hit@1 per quarter
 of the report, and each mode's paired difference in Hit@1 against BM25 alone
 with its permutation p-value. ``--label`` names the index (e.g. ``bundled``,
-``adapted``) and the output file, benchmarks/results/confirm_<label>.json.
+``adapted``) and the output file, benchmarks/results/confirm_<label>.json (confirm2_<label>.json
+for the second set).
 """
 
 from __future__ import annotations
@@ -29,12 +31,12 @@ from ragloupe.evaluate import stats  # noqa: E402
 from ragloupe.evaluate.runs import evaluate  # noqa: E402
 from ragloupe.workspace import Workspace  # noqa: E402
 
-CONFIRM = PROJECT_ROOT / "data/benchmarks/confirm"
+BENCH = PROJECT_ROOT / "data/benchmarks"
 METRICS = ("hit@1", "hit@3", "rr@10")
 
 
-def confirmation_sets() -> list[Path]:
-    return sorted(CONFIRM.glob("**/*.confirm.json"))
+def confirmation_sets(name: str) -> list[Path]:
+    return sorted((BENCH / name).glob("**/*.confirm.json"))
 
 
 def question_facts(paths: list[Path]) -> dict[tuple[str, str], dict]:
@@ -67,13 +69,15 @@ def summarise(rows: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", required=True, help="what index this is (bundled, adapted, ...)")
+    parser.add_argument("--set", default="confirm", choices=("confirm", "confirm2"),
+                        help="which confirmation set under data/benchmarks/")
     parser.add_argument("--modes", default="dense,bm25,hybrid")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     settings = get_settings()
-    paths = confirmation_sets()
+    paths = confirmation_sets(args.set)
     if not paths:
-        raise SystemExit(f"no confirmation sets under {CONFIRM}")
+        raise SystemExit(f"no confirmation sets under {BENCH / args.set}")
     facts = question_facts(paths)
     workspace = Workspace.open(settings)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -91,7 +95,7 @@ def main() -> None:
         by_mode[mode] = [{**facts[(r["goldset"], str(r["query_id"]))], "key": (r["goldset"], str(r["query_id"])),
                           "metrics": r["metrics"]} for r in report.data["queries"]]
     families = sorted({f["family"] for f in facts.values()} | {"grampian"})
-    result: dict = {"label": args.label, "index_dir": str(settings.path("index_dir")),
+    result: dict = {"label": args.label, "set": args.set, "index_dir": str(settings.path("index_dir")),
                     "embedding_model": settings.embedding_model, "default_mode": settings.mode,
                     "fusion": settings.fusion, "sets": [str(p.relative_to(PROJECT_ROOT)) for p in paths],
                     "seconds": seconds, "families": {}}
@@ -115,7 +119,7 @@ def main() -> None:
                     "difference": round((sum(mine) - sum(theirs)) / len(rows), 4) if rows else None,
                     "p": round(stats.paired_permutation_p(mine, theirs), 4)}
         result["families"][family] = entry
-    out = args.out or PROJECT_ROOT / f"benchmarks/results/confirm_{args.label}.json"
+    out = args.out or PROJECT_ROOT / f"benchmarks/results/{args.set}_{args.label}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     for family, entry in result["families"].items():
         line = "  ".join(f"{m} {entry[m]['hit@1']['mean']}" for m in modes)
