@@ -72,6 +72,14 @@ VARIANTS = {
                                  "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
     "inbatch-128tok-lr5e-5-240": {"adapt_max_steps": 240, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
                                   "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5},
+    # Weight-space ensembles of the one-epoch model with the bundled one (WiSE-FT): the saved
+    # model is this share of the fine-tuned weights, the rest the bundled model's.
+    "wise50-of-80": {"adapt_max_steps": 80, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                     "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.5},
+    "wise30-of-80": {"adapt_max_steps": 80, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                     "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.3},
+    "wise50-of-240": {"adapt_max_steps": 240, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                      "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.5},
     "steps-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200},
     "no-hard-negatives-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_hard_negatives": False},
     "sentences-only-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_pair_kinds": "sentence"},
@@ -159,7 +167,7 @@ def product_verdict(before: dict, after: dict, fams: dict[str, dict]) -> dict:
 
 
 def run_variant(name: str, overrides: dict, base_index: Path, work: Path, before: dict,
-                fams: dict[str, dict], reuse: bool = False) -> dict:
+                fams: dict[str, dict], reuse: bool = False, models: list[Path] = ()) -> dict:
     """Adapt a copy of the base index as the variant says (or, with ``reuse``, take the copy a
     killed run adapted, its outcome saved beside it) and measure every family after."""
     target = work / name
@@ -168,6 +176,8 @@ def run_variant(name: str, overrides: dict, base_index: Path, work: Path, before
     if not (reuse and record.is_file()):
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(base_index, target / "index", ignore=shutil.ignore_patterns(".lock", "models"))
+        for model in models:  # trained before: adapt reuses a model of the same name
+            shutil.copytree(model, target / "index/models" / model.name)
         settings = get_settings(**paths, **overrides)
         started = time.perf_counter()
         outcome = adapt(Workspace.open(settings), [], progress=_progress, keep_untested=True)
@@ -194,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default=None, help="where the adapted copies go (default: a temporary dir)")
     parser.add_argument("--reuse", action="store_true",
                         help="measure a variant's adapted copy left under --work instead of adapting again")
+    parser.add_argument("--models", default="", help="comma-separated adapted model directories trained "
+                        "before on this index, copied in so that a variant of the same name (or merging "
+                        "one) does not train again")
     args = parser.parse_args(argv)
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in names if v not in VARIANTS]
@@ -220,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         print(f"variant {name}", file=sys.stderr, flush=True)
         result["variants"][name] = run_variant(name, VARIANTS[name], base.path("index_dir"), work, before, fams,
-                                               args.reuse)
+                                               args.reuse, [Path(m) for m in args.models.split(",") if m])
         out_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(out_path)
     return 0

@@ -95,6 +95,35 @@ def test_the_same_corpus_and_settings_reuse_the_saved_model(small_index, tmp_pat
     assert first.model == again.model and again.reused_model and not again.kept
 
 
+def test_a_merged_model_averages_the_trained_one_with_the_source_and_reuses_the_training(small_index, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from ragloupe.index.embedder import resolve_model_path
+
+    trained = adapt(Workspace.open(small_index.replace(adapt_merge_weight=1.0)), [])
+    half = adapt(Workspace.open(small_index.replace(adapt_merge_weight=0.5)), [])
+    none = adapt(Workspace.open(small_index.replace(adapt_merge_weight=0.0)), [])
+    assert len({trained.model, half.model, none.model}) == 3
+    # Trained once: the merged models say which model they averaged and carry its training record.
+    for merged in (half, none):
+        assert not merged.reused_model and merged.training["merged_from"] == trained.model
+        assert merged.training["loss_curve"] == trained.training["loss_curve"]
+        assert merged.training["settings"]["merge_weight"] in (0.5, 0.0)
+    models = {name: SentenceTransformer(str(tmp_path / "index/models" / name), device="cpu")
+              for name in (trained.model, half.model, none.model)}
+    source = SentenceTransformer(resolve_model_path(small_index.embedding_model), device="cpu")
+    name = "0.attention.self.query.weight"
+    layer = {key: dict(model.named_parameters())[f"0.model.encoder.layer.{name}"].detach()
+             for key, model in [("trained", models[trained.model]), ("half", models[half.model]),
+                                ("none", models[none.model]), ("source", source)]}
+    assert not layer["trained"].equal(layer["source"])  # training moved it
+    assert layer["none"].equal(layer["source"])  # weight 0: the source model again
+    halfway = (layer["trained"] + layer["source"]) / 2
+    assert float((layer["half"] - halfway).abs().max()) < 1e-6
+    sentence = ["Diesel generators keep the cooling running."]
+    assert abs(models[none.model].encode(sentence) - source.encode(sentence)).max() < 1e-6
+
+
 def test_index_page_adapts_the_model_and_shows_what_it_kept(settings, small_corpus, monkeypatch):
     import time
 

@@ -92,6 +92,7 @@ BOUNDS: dict[str, Bound] = {
     "check_batch_tokens": Bound(100, 100_000),
     "adapt_max_steps": _AT_LEAST_0, "adapt_max_seconds": _POSITIVE, "adapt_batch_size": Bound(2, 1024),
     "adapt_learning_rate": Bound(0, 1), "adapt_max_tokens": Bound(16, 512),
+    "adapt_merge_weight": _SHARE,
 }
 
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

@@ -27,7 +27,7 @@ import hashlib
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
@@ -96,7 +96,7 @@ def train_config(settings: Settings) -> training.TrainConfig:
                                 max_seconds=settings.adapt_max_seconds,
                                 learning_rate=settings.adapt_learning_rate, seed=settings.adapt_seed,
                                 max_seq_length=settings.adapt_max_tokens,
-                                threads=settings.encoder_threads())
+                                threads=settings.encoder_threads(), merge_weight=settings.adapt_merge_weight)
 
 
 def source_model(settings: Settings) -> str:
@@ -141,7 +141,7 @@ def adapt(workspace: Workspace, goldsets: Sequence[str | Path], progress: Progre
         mark = time.perf_counter()
         reused = (model_dir / RECORD_NAME).is_file()
         record = _read_record(model_dir) if reused else \
-            _train_and_save(source, made, rules, config, model_dir, say)
+            _train_and_save(source, made, rules, config, model_dir, say, store.fingerprint())
         seconds["train"] = _since(mark)
         outcome = AdaptOutcome(
             model=name, model_dir=str(model_dir), kept=False, reason="", source_model=source,
@@ -187,9 +187,12 @@ def adapt(workspace: Workspace, goldsets: Sequence[str | Path], progress: Progre
 
 
 def model_name(corpus_fingerprint: str, source: str, rules: P.PairRules, config: training.TrainConfig) -> str:
-    """The adapted model's directory name: the same corpus, source model and settings, the same name."""
-    key = json.dumps([FORMAT, corpus_fingerprint, source, rules.__dict__,
-                      {k: v for k, v in config.as_dict().items() if k != "threads"}], sort_keys=True, default=list)
+    """The adapted model's directory name: the same corpus, source model and settings, the same name.
+    (A merge weight of 1, the model as trained, is left out of the key: names made before the
+    setting existed stay valid.)"""
+    trained = {k: v for k, v in config.as_dict().items()
+               if k != "threads" and not (k == "merge_weight" and v == 1.0)}
+    key = json.dumps([FORMAT, corpus_fingerprint, source, rules.__dict__, trained], sort_keys=True, default=list)
     return f"adapted-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
@@ -218,9 +221,24 @@ def _scores(goldsets: Sequence[str | Path], settings: Settings, workspace) -> di
 
 
 def _train_and_save(source: str, made: list[P.Pair], rules: P.PairRules, config: training.TrainConfig,
-                    model_dir: Path, say: ProgressCallback) -> dict:
-    """Fine-tune the source model and save it with its training record (staged, then renamed)."""
+                    model_dir: Path, say: ProgressCallback, corpus_fingerprint: str) -> dict:
+    """Fine-tune the source model and save it with its training record (staged, then renamed).
+    With a merge weight below 1, the model as trained is saved under its own name first (or
+    reused from there), and the saved one is its average with the source model."""
     from sentence_transformers import SentenceTransformer
+
+    if config.merge_weight < 1.0:
+        as_trained = replace(config, merge_weight=1.0)
+        trained_dir = model_dir.with_name(model_name(corpus_fingerprint, source, rules, as_trained))
+        record = _read_record(trained_dir) if (trained_dir / RECORD_NAME).is_file() else \
+            _train_and_save(source, made, rules, as_trained, trained_dir, say, corpus_fingerprint)
+        model = SentenceTransformer(str(trained_dir), device="cpu")
+        training.merge_weights(model, SentenceTransformer(resolve_model_path(source), device="cpu"),
+                               config.merge_weight)
+        record = {**record, "settings": config.as_dict(), "merged_from": trained_dir.name,
+                  "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        _save(model, record, model_dir)
+        return record
 
     model = SentenceTransformer(resolve_model_path(source), device="cpu")
     result = training.fine_tune(model, made, config,
@@ -233,13 +251,18 @@ def _train_and_save(source: str, made: list[P.Pair], rules: P.PairRules, config:
         "stopped_by": result.stopped_by, "loss_curve": result.losses, "seconds": result.seconds,
         "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    _save(model, record, model_dir)
+    return record
+
+
+def _save(model, record: dict, model_dir: Path) -> None:
+    """The model and its record, staged beside ``model_dir`` and renamed into place."""
     staging = model_dir.with_name(f".{model_dir.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     model.save(str(staging))
     (staging / RECORD_NAME).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
     shutil.rmtree(model_dir, ignore_errors=True)
     staging.rename(model_dir)
-    return record
 
 
 def _read_record(model_dir: Path) -> dict:

@@ -37,6 +37,7 @@ class TrainConfig:
     max_seq_length: int = 256  # tokens per passage in training (the index's chunks fit)
     seed: int = 13
     threads: int = 0  # torch's CPU threads (0: its default)
+    merge_weight: float = 1.0  # share of the fine-tuned weights in the saved model (merge_weights)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -134,6 +135,21 @@ def fine_tune(model, pairs: Sequence[Pair], config: TrainConfig,
     result.seconds = round(time.perf_counter() - started, 1)
     result.epochs = round(result.steps / steps_per_epoch, 2)
     return result
+
+
+def merge_weights(fine_tuned, source, weight: float) -> None:
+    """Weight-space ensembling (WiSE-FT; Wortsman et al., CVPR 2022): every parameter of
+    ``fine_tuned`` becomes ``weight`` of itself plus ``1 - weight`` of the same parameter of
+    ``source`` (the model it was trained from), in place. Fine-tuning on the corpus's own pairs
+    teaches what those pairs share (names and figures the passage repeats) and can unlearn the
+    paraphrase matching the source model was trained for; the average keeps part of both."""
+    import torch
+
+    theirs = source.state_dict()
+    with torch.no_grad():
+        for name, tensor in fine_tuned.state_dict().items():
+            if tensor.is_floating_point():
+                tensor.copy_(weight * tensor + (1.0 - weight) * theirs[name])
 
 
 def _batch_loss(model, batch: Sequence[Pair], torch):
