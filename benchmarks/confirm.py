@@ -1,19 +1,24 @@
 """The confirmation figures: questions written after the features were frozen, by a writer who never saw them.
 
     .venv/bin/python benchmarks/confirm.py --label bundled [--set confirm2] [--modes dense,bm25,hybrid] [--out PATH]
+                                           [--against bundled]
 
 On the index RAGLOUPE_INDEX_DIR points at (the three Grampian reports,
 data/benchmarks/natech/guidance.csv and data/benchmarks/manuals/pdf), every set
 under data/benchmarks/<--set>/ (confirm: the first confirmation set; confirm2: the second,
-written on 2026-12-05 after the first had been used once) is scored by `ragloupe eval`'s evaluate(), each
+written on 2026-12-05 after the first had been used once; confirm3: the third, written after
+the second had been used once) is scored by `ragloupe eval`'s evaluate(), each
 question scoped to its document, in each mode. Nothing here chooses anything:
 the sets are measured once, after tuning, and the figures are reported as they
 come. Per family (Grampian reports split by the question's wording, manuals,
 Natech records): Hit@1 / Hit@3 / MRR@10 with bootstrap CIs, Hit@1 per quarter
 of the report, and each mode's paired difference in Hit@1 against BM25 alone
 with its permutation p-value. ``--label`` names the index (e.g. ``bundled``,
-``adapted``) and the output file, benchmarks/results/confirm_<label>.json (confirm2_<label>.json
-for the second set).
+``adapted``) and the output file, benchmarks/results/confirm_<label>.json (<set>_<label>.json
+for the later sets). Each question's Hit@1 and reciprocal rank per mode are kept in the JSON, so
+``--against LABEL`` can add, per family and mode, the paired difference against that label's
+run of the same set (another index, e.g. the bundled model's against an adapted one's) with
+its permutation p-value.
 """
 
 from __future__ import annotations
@@ -69,10 +74,11 @@ def summarise(rows: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", required=True, help="what index this is (bundled, adapted, ...)")
-    parser.add_argument("--set", default="confirm", choices=("confirm", "confirm2"),
+    parser.add_argument("--set", default="confirm", choices=("confirm", "confirm2", "confirm3"),
                         help="which confirmation set under data/benchmarks/")
     parser.add_argument("--modes", default="dense,bm25,hybrid")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--against", help="the label of an earlier run of this set to compare with, question by question")
     args = parser.parse_args()
     settings = get_settings()
     paths = confirmation_sets(args.set)
@@ -119,12 +125,39 @@ def main() -> None:
                     "difference": round((sum(mine) - sum(theirs)) / len(rows), 4) if rows else None,
                     "p": round(stats.paired_permutation_p(mine, theirs), 4)}
         result["families"][family] = entry
+    result["questions"] = {mode: {"|".join(r["key"]): [r["metrics"]["hit@1"], r["metrics"]["rr@10"]]
+                                  for r in by_mode[mode]} for mode in modes}
+    if args.against:
+        result["against"] = against(args.set, args.against, result["questions"], by_mode, families)
     out = args.out or PROJECT_ROOT / f"benchmarks/results/{args.set}_{args.label}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     for family, entry in result["families"].items():
         line = "  ".join(f"{m} {entry[m]['hit@1']['mean']}" for m in modes)
         print(f"{family:22s} n={entry[modes[0]]['n']:3d}  Hit@1: {line}")
     print(f"wrote {out}")
+
+
+def against(name: str, label: str, questions: dict, by_mode: dict, families: list[str]) -> dict:
+    """Per family and mode, this run's Hit@1 and MRR minus those of ``label``'s run of the same
+    set, question by question, with the paired permutation p-value."""
+    theirs = json.loads((PROJECT_ROOT / f"benchmarks/results/{name}_{label}.json").read_text(encoding="utf-8"))
+    out: dict = {"label": label, "families": {}}
+    for family in families:
+        out["families"][family] = {}
+        for mode, rows in by_mode.items():
+            keys = ["|".join(r["key"]) for r in rows
+                    if r["family"] == family or (family == "grampian" and r["kind"] == "grampian")]
+            keys = [k for k in keys if k in theirs.get("questions", {}).get(mode, {})]
+            if not keys:
+                continue
+            entry = {"n": len(keys)}
+            for i, metric in enumerate(("hit@1", "mrr@10")):
+                mine = [questions[mode][k][i] for k in keys]
+                before = [theirs["questions"][mode][k][i] for k in keys]
+                entry[metric] = {"theirs": round(sum(before) / len(keys), 4), "ours": round(sum(mine) / len(keys), 4),
+                                 "p": round(stats.paired_permutation_p(mine, before), 4)}
+            out["families"][family][mode] = entry
+    return out
 
 
 if __name__ == "__main__":
