@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/index_speed.py [--sources PATH ...] [--backend onnx] [--keep DIR]
 
 The default sources are the demo corpus `make run` indexes (the three
-Grampian PDFs and natech/guidance.csv); the backend is the settings' default
+Grampian PDFs, natech/guidance.csv and five ICDAR 2013 EU PDFs with tables); the backend is the settings' default
 embedding_backend unless --backend names another. Writes
 benchmarks/results/index_speed.json (or --out); --keep DIR keeps the built
 index there (benchmarks/onnx_identity.py compares two such indexes).
@@ -57,7 +57,9 @@ from ragloupe.index.pipeline import run_index  # noqa: E402
 from ragloupe.index.store import open_store  # noqa: E402
 
 DEFAULT_SOURCES = [PROJECT_ROOT / "data" / "benchmarks" / "grampian" / "pdf",
-                   PROJECT_ROOT / "data" / "benchmarks" / "natech" / "guidance.csv"]
+                   PROJECT_ROOT / "data" / "benchmarks" / "natech" / "guidance.csv",
+                   *(PROJECT_ROOT / "data" / "benchmarks" / "icdar2013-eu" / "pdf" / f"eu-{n}.pdf"
+                     for n in ("001", "004", "013", "017", "027"))]  # the Makefile's DEMO_TABLES
 WALL_TARGET_S = 180.0
 RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "index_speed.json"
 
