@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ragloupe.adapt import pairs as P
-from ragloupe.adapt.run import adapt
+from ragloupe.adapt.run import adapt, training_summary
 from ragloupe.config import Settings, adopted_model_file
 from ragloupe.index.manifest import Manifest
 from ragloupe.index.pipeline import run_index
@@ -122,6 +122,11 @@ def test_a_merged_model_averages_the_trained_one_with_the_source_and_reuses_the_
     assert float((layer["half"] - halfway).abs().max()) < 1e-6
     sentence = ["Diesel generators keep the cooling running."]
     assert abs(models[none.model].encode(sentence) - source.encode(sentence)).max() < 1e-6
+    # What the CLI and the Index page say of it.
+    said = training_summary(half.training)
+    assert said.startswith("3 training steps") and \
+        f"averaged weight by weight: 50% the fine-tuned model ({trained.model}), 50% bundled:all-MiniLM-L6-v2" in said
+    assert "averaged" not in training_summary(trained.training)
 
 
 def test_index_page_adapts_the_model_and_shows_what_it_kept(settings, small_corpus, monkeypatch):

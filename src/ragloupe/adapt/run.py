@@ -186,6 +186,18 @@ def adapt(workspace: Workspace, goldsets: Sequence[str | Path], progress: Progre
     return outcome
 
 
+def training_summary(record: dict) -> str:
+    """One sentence on how the model was made, for the CLI and the Index page: the steps, and the
+    share of fine-tuned weights it keeps when it was averaged with its source model."""
+    said = (f"{record.get('steps', 0)} training steps ({record.get('epochs', 0)} epochs, stopped by "
+            f"{record.get('stopped_by', '-')}) in {record.get('seconds', 0)} s")
+    weight = record.get("settings", {}).get("merge_weight", 1.0)
+    if record.get("merged_from") and weight < 1.0:
+        said += (f", then averaged weight by weight: {weight:.0%} the fine-tuned model "
+                 f"({record['merged_from']}), {1 - weight:.0%} {record.get('source_model', 'the source model')}")
+    return said
+
+
 def model_name(corpus_fingerprint: str, source: str, rules: P.PairRules, config: training.TrainConfig) -> str:
     """The adapted model's directory name: the same corpus, source model and settings, the same name.
     (A merge weight of 1, the model as trained, is left out of the key: names made before the

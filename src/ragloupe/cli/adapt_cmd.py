@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> CommandResult:
     from ragloupe.adapt import compare
-    from ragloupe.adapt.run import adapt, revert
+    from ragloupe.adapt.run import adapt, revert, training_summary
     from ragloupe.evaluate.usersets import list_user_goldsets, resolve_goldset
     from ragloupe.workspace import Workspace
 
@@ -54,8 +54,7 @@ def handle(args: argparse.Namespace) -> CommandResult:
     training = outcome.training
     lines = [f"adapted model: {outcome.model_dir}" + (" (reused: same corpus and settings)" if outcome.reused_model else ""),
              "pairs: " + ", ".join(f"{k} {v}" for k, v in outcome.pairs.items()),
-             f"training: {training.get('steps', 0)} steps ({training.get('epochs', 0)} epochs, "
-             f"stopped by {training.get('stopped_by', '-')}) in {training.get('seconds', 0)} s"]
+             f"training: {training_summary(training)}"]
     if outcome.comparison:
         lines += ["", f"before -> after, mode {outcome.mode}, each question in its own document "
                       "(p: paired permutation test)"]

@@ -157,9 +157,10 @@ def _show_outcome(job: AdaptJob) -> None:
         st.success(f"The index is embedded by {outcome['reverted_to']} again.")
         return
     (st.success if outcome.kept else st.warning)(("Kept: " if outcome.kept else "Not kept: ") + outcome.reason)
+    from ragloupe.adapt.run import training_summary  # as start_adapt imports the run module
+
     training = outcome.training
-    st.caption(f"Model {outcome.model}: {training.get('steps', 0)} training steps in "
-               f"{training.get('seconds', 0)} s on " + ", ".join(f"{v} {k}" for k, v in outcome.pairs.items())
-               + " pairs.")
+    st.caption(f"Model {outcome.model}: {training_summary(training)}, on "
+               + ", ".join(f"{v} {k}" for k, v in outcome.pairs.items()) + " pairs.")
     if outcome.comparison:
         st.dataframe(comparison_frame(outcome.comparison), hide_index=True, width="stretch")
