@@ -59,8 +59,9 @@ with page_errors():
         st.form_submit_button("Place")
 
     # A cold start fits the reducer over every chunk's vector: say so at once rather than show nothing.
-    with st.spinner(f"Reading the chunk vectors and fitting the 2-D map ({'UMAP' if method == 'umap' else 'PCA'}); "
-                    "the first time on an index takes a while, then it is cached…", show_time=True):
+    expected = "30–60 s on 2 cores" if method == "umap" else "a few seconds"
+    with st.spinner(f"Reading the chunk vectors and fitting the 2-D map ({method.upper()}: {expected} "
+                    "the first time on an index, then it is kept)…", show_time=True):
         projection = get_projection(settings, method)
     caption = (f"{projection.method.upper()} of {projection.sample_size:,} chunks"
                + (f" (sample of {projection.total:,})" if projection.sampled else " (all)"))

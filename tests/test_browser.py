@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import DEMO_DOC_IDS
 from local_servers import free_port, wait_until_ready
 
 from ragloupe.config import PROJECT_ROOT
@@ -182,6 +184,19 @@ def test_workbench_flows_in_a_real_browser(app_server, browser_page, demo_index,
     assert outside == []
 
 
+# Before a page's own scripts: note each spinner's text, and when the title and a chart first showed.
+_RECORD_SPINNERS = """
+window.seen = {spinners: [], title: null, chart: null};
+new MutationObserver(() => {
+    const now = performance.now();
+    if (window.seen.title === null && document.querySelector('h1')) window.seen.title = now;
+    if (window.seen.chart === null && document.querySelector('.js-plotly-plot')) window.seen.chart = now;
+    for (const spinner of document.querySelectorAll('[data-testid="stSpinner"]'))
+        window.seen.spinners.push({text: spinner.innerText, at: now});
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
 @pytest.fixture(scope="module")
 def first_requests(demo_index, tmp_path_factory, browser):
     """Each page's URL opened as the first request of a just-started server of its own
@@ -193,6 +208,7 @@ def first_requests(demo_index, tmp_path_factory, browser):
         for page, (url, _) in zip(NAVIGATION, servers):
             tab = browser.new_page(viewport={"width": 1600, "height": 1000})
             tab.set_default_timeout(300_000)
+            tab.add_init_script(_RECORD_SPINNERS)
             address = f"{url}/{page.name}"  # the page's own address, as a bookmark holds it
             tab.goto(address)
             opened[page.name] = (tab, address)
@@ -219,6 +235,22 @@ def test_each_page_url_as_a_fresh_servers_first_request_opens_inside_the_navigat
         assert section in navigation, navigation
     assert tab.url.rstrip("/") == address
     assert not tab.locator('[data-testid="stException"]').count()
+
+
+def test_a_cold_embeddings_page_shows_a_spinner_with_the_time_before_the_map(first_requests):
+    """The map is fitted on a page's first visit (seconds; UMAP, a minute): until it shows, the
+    page says what it is doing and for how long, in one spinner, instead of a blank space."""
+    tab, _ = first_requests["embeddings"]
+    tab.locator(".js-plotly-plot").first.wait_for()
+    seen = tab.evaluate("window.seen")
+    waited = (seen["chart"] - seen["title"]) / 1000
+    says = re.compile(r"fitting the 2-D map \((PCA: a few seconds|UMAP: 30–60 s on 2 cores) the first time"
+                      r".*\(\d+(\.\d+)? seconds?\)", re.S)  # what it does, how long it takes, time gone by
+    timed = [s["text"] for s in seen["spinners"] if s["at"] < seen["chart"] and says.search(s["text"])]
+    # Streamlit shows a spinner after half a second: a map that came at once needs none.
+    assert timed or waited < 1, (waited, seen["spinners"][:3])
+    about_the_map = {re.sub(r"\(\d.*seconds?\)", "", s["text"]) for s in seen["spinners"] if "map" in s["text"]}
+    assert len(about_the_map) == 1 or not timed, about_the_map  # said once, not by two spinners at once
 
 
 def _grid_rows(page) -> list[dict[str, str]]:
@@ -470,6 +502,11 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     page.get_by_role("heading", name="Embeddings").wait_for()
     page.get_by_text("hits (hybrid) ringed").wait_for()
     _settle(page)
+    # Coloured by document: the legend names each of the demo's documents, each in a colour of its own.
+    traces = page.evaluate("""() => document.querySelector('.js-plotly-plot').data.map(
+        t => ({name: t.name, colour: t.marker && t.marker.color, symbol: t.marker && t.marker.symbol}))""")
+    documents = {t["name"]: t["colour"] for t in traces if t["name"] in DEMO_DOC_IDS}
+    assert sorted(documents) == sorted(DEMO_DOC_IDS) and len(set(documents.values())) == len(DEMO_DOC_IDS) == 9
     _shot(page, "embeddings")
 
     # 4. Incremental re-index of a file embedded in several slices: the bar moves within it.

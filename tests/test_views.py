@@ -60,6 +60,47 @@ def test_failure_code_map_greys_ordinary_chunks_and_gives_each_failure_its_own_c
     assert len(set(symbols.values())) == 3
 
 
+def _lab(colour: str) -> tuple[float, float, float]:
+    """sRGB '#rrggbb' -> CIELAB (D65), to measure how far apart two colours look."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(int(colour[i:i + 2], 16) / 255) for i in (1, 3, 5))
+    x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047
+    y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def _apart(a: str, b: str) -> float:
+    """CIE76 colour difference: about 2 is just noticeable, above 20 two colours read as two."""
+    return sum((p - q) ** 2 for p, q in zip(_lab(a), _lab(b))) ** 0.5
+
+
+def test_each_document_on_the_map_has_a_mark_of_its_own_and_the_legend_names_it():
+    documents = [f"report-{n:02d}" for n in range(12)]  # more documents than colours
+    points = [{"x": float(i), "y": float(j), "doc_id": doc, "page": 1, "quality": "clean", "first_words": "w"}
+              for i, doc in enumerate(documents) for j in range(3)]
+    marks = {"gold": [{"x": 0.0, "y": 0.0, "label": "gold"}], "hits": [{"x": 1.0, "y": 1.0, "label": "#1"}],
+             "query": [{"x": 2.0, "y": 2.0, "label": "query"}]}
+    figure = json.loads(embedding_map(points, "doc_id", marks).to_json())
+    drawn = {trace["name"]: trace["marker"] for trace in figure["data"]}
+    assert sorted(set(drawn) - set(marks)) == documents  # the legend names each document
+    looks = [(drawn[doc].get("color"), drawn[doc].get("symbol", "circle")) for doc in documents]
+    assert len(set(looks)) == len(documents)  # no two documents look alike
+    # The first nine each have a colour of their own, plainly apart from each other and from the
+    # query's and gold's colours; no document takes the marks' shapes.
+    first = [colour for colour, _ in looks[:9]]
+    assert len(set(first)) == 9
+    assert min(_apart(a, b) for i, a in enumerate(first) for b in first[i + 1:]) >= 20
+    assert min(_apart(a, drawn[m]["color"]) for a in first for m in ("gold", "query")) >= 20
+    assert not {symbol for _, symbol in looks} & {drawn[m]["symbol"] for m in marks}
+
+
 def test_every_feature_the_learned_model_uses_has_plain_words_and_a_contribution_is_a_sentence():
     from ragloupe.diagnostics.feature_words import FEATURE_WORDS, contribution_words
     from ragloupe.retrieve.features import FEATURES

@@ -100,8 +100,7 @@ def get_workspace(settings: Settings):
     return workspace.with_settings(settings)
 
 
-@st.cache_resource(show_spinner="Fitting the 2-D map of the chunks (once per index and method: "
-                               "UMAP takes 30–60 s on 2 cores, PCA a few seconds)…", max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=4)  # the page says it, with the time gone by
 def _projection(key: str, fingerprint: str, method: str, max_points: int, seed: int,
                 _settings: Settings):
     from ragloupe.diagnostics.projections import project_index

@@ -67,13 +67,14 @@ def embedding_map(points: list[dict], colour_by: str, marks: dict[str, list[dict
     for point in points:
         groups.setdefault(str(point[colour_by]), []).append(point)
     others = sorted(set(groups) - set(colours.FAILURE_COLOURS) - {NOT_IN_RUN})
+    position = {name: i for i, name in enumerate(sorted(set(groups) - {NOT_IN_RUN}))}
     # The grey of "not in question" first, so the coloured groups are drawn over it.
     for name in sorted(groups, key=lambda n: (n != NOT_IN_RUN, n)):
         rows = groups[name]
         colour = colours.category_colour(colour_by, name, NOT_IN_RUN, others)
-        marker = {"size": 5, "opacity": 0.45 if name == NOT_IN_RUN else 0.8}
-        if colour is not None:
-            marker["color"] = colour
+        marker = {"size": 5, "opacity": 0.45 if name == NOT_IN_RUN else 0.8, "color": colour}
+        if colour is None:  # a document, section or quality: a colour (and shape) of its own
+            marker["color"], marker["symbol"] = colours.category_mark(position[name])
         figure.add_trace(go.Scattergl(
             x=[r["x"] for r in rows], y=[r["y"] for r in rows], mode="markers",
             name=_legend(name), marker=marker,

@@ -6,6 +6,8 @@ ordinary chunks are grey and each failure code has a colour of its own, and
 the query, hits and gold marks differ in shape as well as colour. The
 colours are Okabe & Ito's colour-blind-safe set (Color Universal Design,
 2008), so a reader with a red-green deficiency still tells them apart.
+Documents, sections and qualities, as many as the index holds, take Paul
+Tol's muted scheme in their sorted order, and a shape as well past nine.
 Pure data: tests read it to check a figure's JSON against its legend.
 """
 
@@ -37,13 +39,30 @@ FAILURE_COLOURS = {"HIT": GREEN, "FP1": VERMILLION, "FP2": PURPLE, "FP3": BLUE}
 OTHER_CODES = (SKY_BLUE, YELLOW, BLUE, PURPLE)  # codes not named above, in sorted order
 NEUTRAL = GREY
 
+# Documents, sections and qualities: as many groups as the index has, so their colours are taken in
+# the groups' sorted order, from a set made for that: Paul Tol's "muted" scheme (nine colours a
+# colour-blind reader still tells apart; Tol, "Colour schemes", SRON technical note, 2021). Okabe-Ito
+# has eight, three of them already the marks' (the query's yellow, gold's orange, the hits' black), and
+# the plot's own palette gave nine documents two blues. A tenth group and beyond take the colours again
+# with another marker shape (none of them the marks' star, diamond or ring), so no two groups look alike.
+CATEGORY_COLOURS = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
+                    "#882255", "#AA4499")  # indigo, cyan, teal, green, olive, sand, rose, wine, purple
+CATEGORY_SYMBOLS = ("circle", "square", "triangle-up", "triangle-down", "cross", "x", "pentagon", "hexagon")
+
 # The failure-code bar chart: a hit is green, a failure vermillion.
 BAR_HIT, BAR_FAILURE = GREEN, VERMILLION
 
 
+def category_mark(position: int) -> tuple[str, str]:
+    """The colour and marker shape of a map's ``position``-th document, section or quality (0-based,
+    in sorted order): a colour of its own for the first nine, then the colours again in another shape."""
+    colour = CATEGORY_COLOURS[position % len(CATEGORY_COLOURS)]
+    return colour, CATEGORY_SYMBOLS[position // len(CATEGORY_COLOURS) % len(CATEGORY_SYMBOLS)]
+
+
 def category_colour(colour_by: str, value: str, neutral_value: str, others: list[str]) -> str | None:
     """The fixed colour of one map group: grey for ``neutral_value``; an outcome's or a failure
-    code's own colour; None (the plot's own palette) for documents, sections and qualities."""
+    code's own colour; None for documents, sections and qualities (category_mark)."""
     if value == neutral_value:
         return NEUTRAL
     if colour_by == "outcome":
