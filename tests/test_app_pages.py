@@ -909,3 +909,24 @@ def test_terminal_progress_bar_never_goes_back_and_prints_its_last_line_once(cap
     lines = [line.strip() for line in capsys.readouterr().err.replace("\r", "\n").split("\n")
              if line.strip()]
     assert sum(line.startswith("done") for line in lines) == 1
+
+
+
+def test_evaluation_says_its_coverage_caveat_right_under_the_figures_it_qualifies(app_env):
+    # The shipped 50 questions of a report: every gold page in the first three tenths of it.
+    app = run_page("evaluation")
+    app.multiselect(key="evaluation.goldsets").set_value(["Grampian-2020-2021.eval.json"])
+    app.multiselect(key="evaluation.modes").set_value(["bm25"])
+    button(app, "Run evaluation").click()
+    app.run()
+    assert_clean(app)
+    shown = [node for node in app.main if type(node).__name__ in
+             ("Header", "Subheader", "Dataframe", "Warning", "Caption", "UnknownElement")]  # charts: unknown
+    results = next(i for i, node in enumerate(shown) if node.value == "Results")
+    metrics, caveat = shown[results + 1], shown[results + 2]
+    assert type(metrics).__name__ == "Dataframe" and "hit@1" in metrics.value.columns
+    assert type(caveat).__name__ == "Warning"
+    assert caveat.value.startswith("These figures hold for the parts of the documents the gold sets cover")
+    assert "first three tenths" in caveat.value
+    first_chart = next(i for i, node in enumerate(shown) if type(node).__name__ == "UnknownElement")
+    assert results + 2 < first_chart

@@ -550,3 +550,21 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     assert _chosen(page, "Run B") == run_label(third)
     assert _chosen(page, "Run A") == run_label(second) != run_label(first)
     assert not page.locator('[data-testid="stException"]').count()
+
+    # 6. The Failure audit's chart is clicked: a bar lists only that code's questions.
+    grampian = PROJECT_ROOT / "data/benchmarks/grampian/eval/Grampian-2020-2021.eval.json"
+    audited = evaluate([grampian], mode="bm25", ks=[1], workspace=workspace.with_settings(runs_settings))
+    counts = {code: n for code, n in audited.data["failures"]["counts"].items() if code != "HIT" and n}
+    code = max(counts, key=counts.get)  # the commonest failure: some questions listed, not all
+    _open(page, f"{url}/failure_audit", "Failure audit")
+    chart = page.locator('.js-plotly-plot').first
+    bars = page.evaluate("() => document.querySelector('.js-plotly-plot').data[0].x")
+    bar = chart.locator(".bars .point path").nth(bars.index(code)).bounding_box()
+    # Where a user's pointer lands: plotly's drag layer over the bars takes the click, as in a browser.
+    page.mouse.click(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
+    page.get_by_text(f"Only the questions coded {code} (picked on the chart).").wait_for()
+    _settle(page)
+    listed = _grid_rows(page)
+    assert listed and {row[f"code at k={audited.data['failures']['k']}"] for row in listed} == {code}
+    assert len(listed) == counts[code]
+    assert not page.locator('[data-testid="stException"]').count()
