@@ -76,6 +76,8 @@ VARIANTS = {
     # model is this share of the fine-tuned weights, the rest the bundled model's.
     "wise50-of-80": {"adapt_max_steps": 80, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
                      "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.5},
+    "wise70-of-80": {"adapt_max_steps": 80, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                     "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.7},
     "wise30-of-80": {"adapt_max_steps": 80, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
                      "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.3},
     "wise50-of-240": {"adapt_max_steps": 240, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
