@@ -22,8 +22,8 @@ from typing import Callable, Sequence
 from ragloupe.adapt.pairs import Pair
 
 SCALE = 20.0  # cosine similarities times this go into the cross-entropy
-WARMUP_SHARE = 0.1
-CHECKPOINT_TOKENS = 8192  # passage tokens per step above which activations are recomputed  # the learning rate rises linearly over this share of the steps
+WARMUP_SHARE = 0.1  # the learning rate rises linearly over this share of the steps
+CHECKPOINT_TOKENS = 8192  # passage tokens per step above which activations are recomputed
 
 
 @dataclass(frozen=True)
