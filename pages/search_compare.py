@@ -1,6 +1,5 @@
 """Search & compare: one question, up to three retrieval modes in one table."""
 
-import re
 
 import streamlit as st
 
@@ -22,7 +21,7 @@ from ragloupe.ui.inputs import ALL_QUALITIES, page_range_problem, search_filters
 from ragloupe.ui.navigation import page_file
 from ragloupe.ui.tables import COMPARISON_ALIGNMENT, column_width, comparison_styler
 from ragloupe.ui.table_view import show_chunk
-from ragloupe.ui.text import md_escape, query_terms
+from ragloupe.ui.text import md_escape, query_terms, rewrite_line
 from ragloupe.ui.labelling import label_form
 from ragloupe.ui.why import why_ranked
 from ragloupe.ui.widgets import hit_detail
@@ -183,11 +182,8 @@ with page_errors():
             column.caption(f"**{md_escape(mode)}**: {min(k, len(ranking.hits))} hits of "
                            f"{ranking.candidates} candidates · "
                            f"{1000 * ranking.timings.get('total', 0):.0f} ms")
-            if ranking.rewrite is not None or ranking.rewrite_note:
-                note = re.sub(r"^\s*rewrite not used\s*:\s*", "", ranking.rewrite_note or "",
-                              flags=re.IGNORECASE) or "no LLM answered"
-                column.text(f"Rewrite used: {ranking.rewrite}" if ranking.rewrite_used
-                            else f"Rewrite not used: {note}")
+            if rewrite_said := rewrite_line(ranking):
+                column.text(rewrite_said)
             if ranking.fusion:  # what fused, and why learned fusion stood aside when it did
                 column.text(f"Fusion: {ranking.fusion}")
             if ranking.query_analysis:  # the period read, and the year's report it searched

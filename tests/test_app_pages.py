@@ -359,6 +359,30 @@ def test_search_page_comparison_matches_the_pipeline_per_page(app_env, workspace
     assert fusions == [f"Fusion: {rankings['hybrid'].fusion}"] == [f"Fusion: {app_env.fusion}"]
 
 
+def test_search_page_says_the_rewrite_it_searched_the_terms_put_back_and_why_one_was_not_used(
+        app_env, monkeypatch):
+    """An LLM (a local server speaking Ollama) rewrites one question dropping its directive's
+    number, and gives another back unchanged: the page says the rewrite searched with the
+    number put back, and that the second was not used and why, each in one line."""
+    from llm_server import FakeLlmServer, chat_reply
+
+    dropping, unchanged = "Which duties does 2012/18/EU place on operators?", "Emergency plans for floods"
+    rewrites = {dropping: "obligations of site operators under the Seveso directive", unchanged: unchanged}
+    with FakeLlmServer(lambda path, body: chat_reply(path, rewrites[body["messages"][-1]["content"]])) as server:
+        monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "ollama")
+        monkeypatch.setenv("OLLAMA_BASE_URL", server.url)
+        monkeypatch.setenv("RAGLOUPE_OLLAMA_MODEL", "fake-model")
+        app = run_page("search_compare")
+        app.toggle(key="search.rewrite").set_value(True)
+        said = {}
+        for question in rewrites:
+            _search(app, question, ["bm25"], 5)
+            said[question] = [t.value for t in app.text if t.value.startswith("Rewrite ")]
+    assert said[dropping] == ["Rewrite used: obligations of site operators under the Seveso directive 2012/18/EU "
+                              "(2012/18/EU put back: the LLM's rewrite had dropped it)"]
+    assert said[unchanged] == ["Rewrite not used: identical to the question"]
+
+
 def test_search_page_warns_above_the_table_when_fusion_falls_back_and_names_each_document(
         app_env, tmp_path, monkeypatch):
     """A search over every document reaches the Natech records; a learned model trained on report

@@ -29,7 +29,7 @@ def test_rewrite_is_appended_to_the_question_not_substituted(settings):
     assert result.rewrite == "Seveso III obligations for operators of hazardous sites"
     assert result.search_text == ("What must site operators do?\n"
                                   "Seveso III obligations for operators of hazardous sites")
-    assert result.note == ""
+    assert result.not_used_because == "" and result.restored == ()
 
 
 def test_rewrite_request_asks_for_temperature_zero_fixed_seed_and_keeping_codes(settings):
@@ -49,9 +49,10 @@ def test_codes_and_numbers_the_rewrite_dropped_are_put_back_and_recorded(setting
         result = rewrite_query("Flood damage to DN50 pipes of 10 mm under 2012/18/EU",
                                ollama_settings(settings, server.url))
     assert result.used
-    for term in ("DN50", "10 mm", "2012/18/EU"):
+    assert result.restored == ("DN50", "10 mm", "2012/18/EU")  # recorded as data, for a face to word
+    for term in result.restored:
         assert term in result.rewrite
-        assert term in result.note
+    assert result.note == "terms the rewrite dropped were put back: DN50, 10 mm, 2012/18/EU"
     assert result.search_text.startswith("Flood damage to DN50 pipes")
 
 
@@ -62,14 +63,14 @@ def test_unreachable_llm_falls_back_to_the_question(settings):
     result = rewrite_query("capital expenditure", ollama_settings(settings, f"http://127.0.0.1:{port}"))
     assert not result.used and result.rewrite is None
     assert result.search_text == "capital expenditure"
-    assert "cannot reach" in result.note
+    assert "cannot reach" in result.not_used_because
 
 
 def test_empty_reply_falls_back_to_the_question(settings):
     with FakeLlmServer(replying("   ")) as server:
         result = rewrite_query("capital expenditure", ollama_settings(settings, server.url))
     assert not result.used and result.search_text == "capital expenditure"
-    assert "empty" in result.note
+    assert "empty" in result.not_used_because
 
 
 def test_slow_llm_falls_back_after_the_rewrite_timeout(settings):
@@ -78,20 +79,21 @@ def test_slow_llm_falls_back_after_the_rewrite_timeout(settings):
         result = rewrite_query("capital expenditure",
                                ollama_settings(settings, server.url, rewrite_timeout_s=0.3))
     assert not result.used and result.search_text == "capital expenditure"
-    assert "did not answer within 0.3 s" in result.note
+    assert "did not answer within 0.3 s" in result.not_used_because
 
 
 def test_server_error_falls_back_with_the_reason(settings):
     failing = lambda path, body: Reply(b'{"error": "model not found"}', status=404)  # noqa: E731
     with FakeLlmServer(failing) as server:
         result = rewrite_query("capital expenditure", ollama_settings(settings, server.url))
-    assert not result.used and "404" in result.note
+    assert not result.used and "404" in result.not_used_because
 
 
 def test_rewrite_identical_to_the_question_is_not_used(settings):
     with FakeLlmServer(replying("Capital expenditure?")) as server:
         result = rewrite_query("capital expenditure", ollama_settings(settings, server.url))
     assert not result.used and result.search_text == "capital expenditure"
+    assert result.not_used_because == "identical to the question"
 
 
 def test_clean_reply_takes_the_first_line_without_label_or_quotes():
@@ -127,5 +129,6 @@ def test_search_with_rewrite_still_answers_without_an_llm(tmp_path, embedder):
     settings = build_index(tmp_path, embedder)  # llm_backend="none"
     ranking = search("Seveso directive", "bm25+rewrite", 3, workspace=Workspace.open(settings))
     assert not ranking.rewrite_used and ranking.rewrite is None
-    assert "no LLM is configured" in ranking.rewrite_note
+    assert "no LLM is configured" in ranking.rewrite_not_used_because
+    assert ranking.rewrite_note.startswith("rewrite not used: no LLM is configured")  # the CLI's line
     assert ranking.hits[0].chunk.chunk_id == "guidance-1"

@@ -131,3 +131,19 @@ def test_a_clicked_failure_bar_filters_the_audit_to_its_code():
     assert codes_picked(event) == {"FP2"}
     assert [r["query_id"] for r in with_codes(rows, codes_picked(event), 5)] == ["Q2", "Q3"]
     assert with_codes(rows, codes_picked({"selection": {"points": []}}), 5) == rows
+
+
+def test_the_rewrite_line_says_what_was_searched_what_was_put_back_and_why_one_was_not_used():
+    from ragloupe.ui.text import rewrite_line
+
+    question = "Which duties does 2012/18/EU place on operators of DN50 lines?"
+    asked = Ranking(question, "bm25+rewrite", ())
+    assert rewrite_line(asked) is None  # no rewrite asked for: nothing said
+    whole = Ranking(question, "bm25+rewrite", (), rewrite="operator obligations", rewrite_used=True)
+    assert rewrite_line(whole) == "Rewrite used: operator obligations"
+    dropped = Ranking(question, "bm25+rewrite", (), rewrite="operator obligations 2012/18/EU DN50",
+                      rewrite_used=True, rewrite_restored=("2012/18/EU", "DN50"))
+    assert rewrite_line(dropped) == ("Rewrite used: operator obligations 2012/18/EU DN50 "
+                                     "(2012/18/EU, DN50 put back: the LLM's rewrite had dropped them)")
+    refused = Ranking(question, "bm25+rewrite", (), rewrite=question, rewrite_not_used_because="identical to the question")
+    assert rewrite_line(refused) == "Rewrite not used: identical to the question"

@@ -228,7 +228,8 @@ class Ranking:
     pages: tuple[PageHit, ...] = ()
     rewrite: str | None = None  # the LLM rewrite, when one was asked for
     rewrite_used: bool = False
-    rewrite_note: str = ""  # why the rewrite was not used, when it was not
+    rewrite_not_used_because: str = ""  # why the rewrite asked for was not used ("" when it was)
+    rewrite_restored: tuple[str, ...] = ()  # the question's terms the LLM's rewrite dropped, put back
     cut_at: int | None = None  # where a dynamic cut stopped the list, if it did
     filters: dict = field(default_factory=dict)
     fusion: str = ""  # "rrf" | "minmax" when two engines were fused, "" for one engine
@@ -239,3 +240,16 @@ class Ranking:
     # and, when it is not the configured one, why (learned fusion standing aside for its fallback).
     fused_by: str = ""
     fusion_fallback: str = ""
+
+    @property
+    def rewrite_note(self) -> str:
+        """The rewrite's outcome in one line (the CLI and run reports)."""
+        return rewrite_note(self.rewrite_not_used_because, self.rewrite_restored)
+
+
+def rewrite_note(not_used_because: str, restored: tuple[str, ...]) -> str:
+    """One line for a rewrite's outcome: why it was not used, or which of the question's terms the
+    LLM dropped and got back ("" when it was used whole). Faces that say more word the fields."""
+    if not_used_because:
+        return f"rewrite not used: {not_used_because}"
+    return f"terms the rewrite dropped were put back: {', '.join(restored)}" if restored else ""

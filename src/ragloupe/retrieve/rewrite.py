@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ragloupe.config import Settings
 from ragloupe.errors import LlmBadOutput, LlmUnavailable
+from ragloupe.models import rewrite_note
 
 SYSTEM_PROMPT = (
     "You rewrite questions for a search engine over technical documents and annual reports. "
@@ -49,12 +50,18 @@ _PREFIX = re.compile(r"^(rewritten( question| query)?|query|question|rewrite)\s*
 
 @dataclass(frozen=True)
 class Rewrite:
-    """What the engines search for, and what the LLM contributed to it."""
+    """What the engines search for, and what the LLM contributed to it, as data a face words."""
 
     search_text: str  # the original question, plus the rewrite when used
     rewrite: str | None  # the cleaned rewrite (terms restored), None when none came back
     used: bool
-    note: str  # why it was not used, or which terms had to be put back; "" otherwise
+    not_used_because: str = ""  # why it was not used ("" when it was)
+    restored: tuple[str, ...] = ()  # the question's terms the LLM dropped, put back at the rewrite's end
+
+    @property
+    def note(self) -> str:
+        """The outcome in one line (logs, the CLI, run reports)."""
+        return rewrite_note(self.not_used_because, self.restored)
 
 
 def protected_terms(query: str) -> list[str]:
@@ -91,20 +98,19 @@ def rewrite_query(query: str, settings: Settings, client=None) -> Rewrite:
         try:
             client = get_client(settings)
         except LlmUnavailable as exc:
-            return Rewrite(query, None, False, f"rewrite not used: {exc}")
+            return Rewrite(query, None, False, str(exc))
     try:
         reply = client.generate(query, system=SYSTEM_PROMPT, max_tokens=MAX_REWRITE_TOKENS,
                                 timeout_s=settings.rewrite_timeout_s)
     except (LlmUnavailable, LlmBadOutput) as exc:
-        return Rewrite(query, None, False, f"rewrite not used: {exc}")
+        return Rewrite(query, None, False, str(exc))
     rewrite = clean_reply(reply)
     if not rewrite:
-        return Rewrite(query, None, False, "rewrite not used: the LLM returned nothing")
+        return Rewrite(query, None, False, "the LLM returned nothing")
     if _same(rewrite, query):
-        return Rewrite(query, rewrite, False, "rewrite not used: identical to the question")
+        return Rewrite(query, rewrite, False, "identical to the question")
     rewrite, missing = restore_terms(query, rewrite)
-    note = f"terms the rewrite dropped were put back: {', '.join(missing)}" if missing else ""
-    return Rewrite(f"{query}\n{rewrite}", rewrite, True, note)
+    return Rewrite(f"{query}\n{rewrite}", rewrite, True, restored=tuple(missing))
 
 
 def _same(a: str, b: str) -> bool:

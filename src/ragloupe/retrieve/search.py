@@ -62,5 +62,6 @@ def search(query: str, mode: str | None = None, k: int | None = None, filters: d
 
 
 def ranking_to_dict(ranking: Ranking) -> dict[str, Any]:
-    """A JSON-ready dict of a Ranking (chunks in full, absent ranks as null)."""
-    return asdict(ranking)
+    """A JSON-ready dict of a Ranking (chunks in full, absent ranks as null), with the rewrite's
+    one-line note beside its fields, as the JSON said it before they were split out."""
+    return {**asdict(ranking), "rewrite_note": ranking.rewrite_note}

@@ -13,6 +13,7 @@ import html
 import re
 from collections.abc import Iterable
 
+from ragloupe.models import Ranking
 from ragloupe.textrules import HIGHLIGHT_STOPWORDS
 
 ABSENT = "—"
@@ -98,6 +99,20 @@ def fmt_change(change: int | None) -> str:
         return f"▼{-change}"
     return "="
 
+
+
+def rewrite_line(ranking: Ranking) -> str | None:
+    """What a search's LLM rewrite did, as Search & compare says it (plain text: the rewrite is the
+    LLM's words): the rewrite used, with any of the question's terms it had dropped and got back, or
+    why it was not used. None when the search asked for no rewrite."""
+    if ranking.rewrite_used:
+        restored = ranking.rewrite_restored
+        return (f"Rewrite used: {ranking.rewrite}" + (f" ({', '.join(restored)} put back: the LLM's rewrite "
+                                                      f"had dropped {'it' if len(restored) == 1 else 'them'})"
+                                                      if restored else ""))
+    if ranking.rewrite_not_used_because:
+        return f"Rewrite not used: {ranking.rewrite_not_used_because}"
+    return None
 
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
