@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import pdf_factory as pf
-from ragloupe.config import Settings
+from ragloupe.config import PROJECT_ROOT, Settings
 from ragloupe.ingest import load_source
 
 COLUMNS = (50, 230, 310, 390, 470)
@@ -16,6 +16,8 @@ ROWS = (("Acute services", "12,410", "11,982", "428", "3.6"),
         ("Primary care", "8,772", "8,540", "232", "2.7"),
         ("Community hospitals", "2,106", "2,230", "(124)", "-5.6"))
 HEADER = ("Service", "2023", "2022", "Change", "Change %")
+# eu-001 of the ICDAR 2013 EU part: its header cells' shading is drawn 4-6 pt inside their borders.
+SHADED_CELLS_PDF = PROJECT_ROOT / "data" / "benchmarks" / "icdar2013-eu" / "pdf" / "eu-001.pdf"
 PROSE = ("The board reviewed the year's spending against its plan, service by service, and",
          "found that most services spent close to what was planned for them.")
 
@@ -121,3 +123,19 @@ def test_page_past_its_table_time_keeps_its_text_and_says_why(tmp_path):
         assert "The board reviewed" in page.text and "Acute services" in page.text
         assert page.indexable
         assert "tables not read: table detection ran past its" in page.reason
+
+
+def test_a_ruled_table_with_its_cells_shaded_inside_their_borders_keeps_each_figure_under_its_header():
+    """A cell's shading drawn a few points inside its border draws rules beside the border's; read
+    as columns, they put the header in one column and the figures under it in another. eu-001's
+    'Greenhouse gases' table has four columns in its ground truth (gt/eu-001-str.xml)."""
+    doc = load_source(SHADED_CELLS_PDF, Settings.from_env())
+    (table,) = [t for page in doc.pages for t in page.tables if t.caption == "Greenhouse gases"]
+    assert table.header_rows == (("", "THRESHOLD FOR RELEASES", None, None),
+                                 ("", "to air kg/year", "to water kg/year", "to land kg/year"))
+    assert table.rows == (("Carbon dioxide (CO2)", "100 million", "-", "-"),
+                          ("Hydro-fluorocarbons (HFCs)", "100", "-", "-"),
+                          ("Methane (CH4)", "100 000", "-", "-"),
+                          ("Nitrous oxide (N2O)", "10 000", "-", "-"),
+                          ("Perfluorocarbons (PFCs)", "100", "-", "-"),
+                          ("Sulphur hexafluoride (SF6)", "50", "-", "-"))

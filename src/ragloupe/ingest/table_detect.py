@@ -30,6 +30,9 @@ from dataclasses import dataclass
 
 from ragloupe.ingest.table_grid import read_grid, running_text_share
 
+# A cell's shading drawn a few points inside its border adds rules beside the border's: columns
+# a few points wide that hold no character. Rules this close are one rule (pdfplumber snaps 3 pt).
+_RULED = {"snap_x_tolerance": 6}
 _ROW_RULED = {"vertical_strategy": "text", "horizontal_strategy": "lines",
               "min_words_vertical": 3, "intersection_tolerance": 5}
 # A ruled table's cell holding more than this many text lines on average is a stack of rows.
@@ -56,7 +59,7 @@ def find_candidates(page) -> list[Candidate]:
     plots = _plot_strokes(page)
     words = _PageWords(page)
     found: list[Candidate] = []
-    for table in page.find_tables():
+    for table in page.find_tables(_RULED):
         if _inside_count(table.bbox, plots) >= _MIN_PLOT_STROKES:
             continue  # a chart: its gridlines make cells, its data series are curves
         rows = table.extract()
