@@ -78,6 +78,10 @@ VARIANTS = {
                      "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.5},
     "wise70-of-80": {"adapt_max_steps": 80, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
                      "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.7},
+    # One epoch in batches of 64 (more in-batch negatives per query, the same pairs and cost).
+    "wise50-bs64-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                       "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.5,
+                       "adapt_batch_size": 64},
     "wise30-of-80": {"adapt_max_steps": 80, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
                      "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.3},
     "wise50-of-240": {"adapt_max_steps": 240, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
