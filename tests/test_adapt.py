@@ -49,6 +49,32 @@ def test_pairs_are_cut_from_document_text_with_a_negative_off_the_positive_page(
     assert not gold_questions & {p.query for p in made}
 
 
+def test_the_bm25_filter_drops_the_pairs_bm25_solves_from_another_chunk_of_the_page():
+    from ragloupe.index import lexical
+    from ragloupe.models import Chunk
+
+    def chunk(position: int, text: str, page: int = 1) -> Chunk:
+        return Chunk(chunk_id=f"d-p{page}-{position}", doc_id="d", page=page, position=position, text=text,
+                     n_tokens=len(text.split()), quality="clean")
+
+    # The page's second chunk repeats the first sentence's words (BM25 finds the page from them
+    # without the sentence itself), and none of the second sentence's.
+    page = [chunk(0, "Reservoir levels fell sharply during the dry summer months of that year. "
+                     "Hosepipe bans followed in many towns and villages."),
+            chunk(1, "Reservoir levels fell sharply in the dry summer months, the report adds.")]
+    # Other pages of the document, on other things (BM25 weighs a word by how few chunks hold it).
+    others = [chunk(i, text, page=2) for i, text in enumerate((
+        "Staff training budgets rose", "The audit committee met four times", "Pension costs were restated",
+        "Capital grants funded two new clinics"))]
+    index = lexical.build_index(page + others)
+    rules = P.PairRules(kinds=("sentence",), sentences_per_chunk=2, hard_negatives=False)
+    everything = [p.query for p in P.make_pairs(page, index, rules)]
+    misses = [p.query for p in P.make_pairs(page, index, P.PairRules(**{**rules.__dict__, "bm25_misses_only": True}))]
+    assert everything == ["Reservoir levels fell sharply during the dry summer months of that year.",
+                          "Hosepipe bans followed in many towns and villages."]
+    assert misses == ["Hosepipe bans followed in many towns and villages."]
+
+
 def test_a_model_that_does_not_win_is_not_kept_and_the_index_is_as_it_was(small_index, tmp_path):
     # Zero training steps: the "adapted" model is the bundled one saved again, so MRR cannot rise.
     settings = small_index.replace(adapt_max_steps=0)

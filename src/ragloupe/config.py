@@ -102,6 +102,7 @@ class Settings:
     adapt_hard_negatives: bool = False  # (a step then costs ~2x; 256 tokens with negatives ~26 s a step) add a BM25-mined negative from the same document per pair
     adapt_pair_kinds: str = "sentence,heading,table,title"  # adapt.pairs.KINDS to make pairs of
     adapt_seed: int = 13
+    adapt_bm25_misses_only: bool = False  # train only on the pairs BM25 does not solve (adapt.pairs.bm25_finds_it)
     adapt_merge_weight: float = 0.5  # share of the fine-tuned weights in the saved model, the rest the source model's (WiSE-FT; 1: as trained)
 
     # --- ingestion ---

@@ -63,6 +63,7 @@ class PairRules:
     headings_per_section: int = 2
     labels_per_table_chunk: int = 2
     hard_negatives: bool = True
+    bm25_misses_only: bool = False  # keep only the pairs BM25 cannot solve (bm25_finds_it)
     seed: int = 13
 
 
@@ -85,6 +86,8 @@ def make_pairs(chunks: Sequence[Chunk], index: lexical.LexicalIndex | None, rule
         if key in seen or not positive.strip():  # one query, one answer: a repeat would teach two
             continue
         seen.add(key)
+        if rules.bm25_misses_only and index and bm25_finds_it(index, query, chunk):
+            continue
         negative = _hard_negative(index, kind, query, chunk) if rules.hard_negatives and index else ""
         pairs.append(Pair(kind, query, positive, negative, chunk.doc_id, chunk.unit, chunk.chunk_id))
     return pairs
@@ -185,6 +188,19 @@ def table_labels(markdown: str) -> list[tuple[str, str]]:
             if cell and column and (_WORD.findall(column) or re.search(r"\d{4}", column)):
                 labels.append((row[0], column))
     return labels
+
+
+def bm25_finds_it(index: lexical.LexicalIndex, query: str, chunk: Chunk) -> bool:
+    """Whether BM25 over the chunk's document ranks a chunk of the chunk's page first for the
+    query, leaving out the chunks that hold the query itself (its own sentence or title: the
+    index has it, the pair's positive does not). A model trained only on the pairs it misses
+    learns what the fused ranking lacks rather than what BM25 already finds."""
+    wanted = _normal(query)
+    for candidate, _score in lexical.search(index, query, NEGATIVE_DEPTH, {"doc_ids": [chunk.doc_id]}):
+        if wanted in _normal(candidate.text):
+            continue
+        return candidate.unit == chunk.unit
+    return False
 
 
 # --- negatives -------------------------------------------------------------------------

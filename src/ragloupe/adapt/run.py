@@ -88,7 +88,8 @@ def pair_rules(settings: Settings) -> P.PairRules:
     if unknown or not kinds:
         raise AdaptError(f"RAGLOUPE_ADAPT_PAIR_KINDS={settings.adapt_pair_kinds!r}: use some of "
                          f"{', '.join(P.KINDS)}")
-    return P.PairRules(kinds=kinds, hard_negatives=settings.adapt_hard_negatives, seed=settings.adapt_seed)
+    return P.PairRules(kinds=kinds, hard_negatives=settings.adapt_hard_negatives, seed=settings.adapt_seed,
+                       bm25_misses_only=settings.adapt_bm25_misses_only)
 
 
 def train_config(settings: Settings) -> training.TrainConfig:
@@ -200,11 +201,12 @@ def training_summary(record: dict) -> str:
 
 def model_name(corpus_fingerprint: str, source: str, rules: P.PairRules, config: training.TrainConfig) -> str:
     """The adapted model's directory name: the same corpus, source model and settings, the same name.
-    (A merge weight of 1, the model as trained, is left out of the key: names made before the
-    setting existed stay valid.)"""
+    (A merge weight of 1, the model as trained, and the pair filter off are left out of the key:
+    names made before those settings existed stay valid.)"""
     trained = {k: v for k, v in config.as_dict().items()
                if k != "threads" and not (k == "merge_weight" and v == 1.0)}
-    key = json.dumps([FORMAT, corpus_fingerprint, source, rules.__dict__, trained], sort_keys=True, default=list)
+    pairs = {k: v for k, v in rules.__dict__.items() if not (k == "bm25_misses_only" and not v)}
+    key = json.dumps([FORMAT, corpus_fingerprint, source, pairs, trained], sort_keys=True, default=list)
     return f"adapted-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
