@@ -71,9 +71,9 @@ with page_errors():
 
         covered, _ = load_goldsets(paths[name] for name in chosen)
         caveats = coverage_report(covered, settings, get_store(settings), settings.mode)["warnings"] if covered else []
-        if caveats:
-            st.warning(md_escape("These figures hold for the parts of the documents the gold sets cover: "
-                                 + " ".join(caveats)))
+        if caveats:  # one caveat a line: run together, one's "(expected 30%)" read into the next
+            st.warning(md_escape("These figures hold for the parts of the documents the gold sets cover:")
+                       + "".join(f"\n- {md_escape(caveat)}" for caveat in caveats))
         if len(runs) >= 2:  # the significance test on the run's own screen, not only under Past runs
             paired = compare(runs[0], runs[1])
             st.subheader(md_escape(f"Is the difference real? {runs[1].data['mode']} against {runs[0].data['mode']}"))

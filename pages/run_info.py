@@ -30,7 +30,8 @@ with page_errors():
         with page_errors():
             from ragloupe.index.pipeline import status
 
-            st.dataframe(pd.DataFrame(system.as_rows(status(settings))), hide_index=True)
+            # A static table wraps each value whole (a half-width grid cut the store's path and documents).
+            st.table(pd.DataFrame(system.as_rows(status(settings))).set_index("name"))
     with right:
         st.subheader("LLM endpoint")
         with st.spinner("Asking the LLM endpoint…"):
@@ -39,7 +40,9 @@ with page_errors():
         from ragloupe.logs import llm_calls_path, read_llm_calls
 
         calls = read_llm_calls(settings, limit=50)
-        st.caption(f"Last {len(calls)} LLM calls (newest first), from {llm_calls_path(settings)}")
+        logged = {0: "No LLM call logged yet", 1: "The last LLM call"}.get(
+            len(calls), f"The last {len(calls)} LLM calls (newest first)")
+        st.caption(f"{logged}, in {llm_calls_path(settings)}")
         if calls:
             st.dataframe(pd.DataFrame(calls, columns=["time", "backend", "model", "call", "prompt_chars", "duration_s",
                                                       "outcome", "error"]), hide_index=True)

@@ -633,6 +633,21 @@ def test_run_info_shows_where_each_setting_came_from(app_env, monkeypatch):
     assert table[table["setting"] == "chunk_tokens"].iloc[0]["source"] == "default"
     assert metric(app, "Chunks in the index") == f"{open_store(app_env).count():,}"
     assert any("no LLM configured" in w.value for w in app.warning)
+    # The index's status in a table that wraps: every value whole, the store's path too.
+    status = app.table[0].value
+    assert status.loc["store"].iloc[0].endswith(str(app_env.path("index_dir") / "chroma")), status.loc["store"]
+    assert any(c.value.startswith("No LLM call logged yet, in ") for c in app.caption)
+
+
+def test_run_info_counts_the_llm_calls_it_lists_in_words(app_env):
+    from ragloupe.logs import log_llm_call
+
+    log_llm_call({"backend": "ollama", "model": "fake-model", "call": "generate"}, app_env)
+    app = run_page("run_info")
+    assert any(c.value.startswith("The last LLM call, in ") for c in app.caption)  # not "Last 1 LLM calls"
+    log_llm_call({"backend": "ollama", "model": "fake-model", "call": "generate"}, app_env)
+    app = run_page("run_info")
+    assert any(c.value.startswith("The last 2 LLM calls (newest first), in ") for c in app.caption)
 
 
 def _smallest_goldset(settings: Settings) -> Path:
@@ -952,5 +967,14 @@ def test_evaluation_says_its_coverage_caveat_right_under_the_figures_it_qualifie
     assert type(caveat).__name__ == "Warning"
     assert caveat.value.startswith("These figures hold for the parts of the documents the gold sets cover")
     assert "first three tenths" in caveat.value
+    # Each caveat a line of its own, as the coverage audit words it (run together, they read as one).
+    from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
+    from ragloupe.evaluate.coverage_sources import coverage_report
+    from ragloupe.index.store import open_store
+
+    goldsets, _ = load_goldsets(p for p in find_goldsets(app_env) if p.name == "Grampian-2020-2021.eval.json")
+    expected = coverage_report(goldsets, app_env, open_store(app_env), app_env.mode)["warnings"]
+    assert len(expected) >= 2
+    assert [line for line in caveat.value.splitlines() if line.startswith("- ")] == [f"- {md_escape(w)}" for w in expected]
     first_chart = next(i for i, node in enumerate(shown) if type(node).__name__ == "UnknownElement")
     assert results + 2 < first_chart
