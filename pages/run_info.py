@@ -27,11 +27,6 @@ with page_errors():
             store = get_store(settings)
             st.metric("Chunks in the index", f"{store.count():,}")
             st.markdown(f"**Index fingerprint** (changes with the content): `{store.fingerprint()}`")
-        with page_errors():
-            from ragloupe.index.pipeline import status
-
-            # A static table wraps each value whole (a half-width grid cut the store's path and documents).
-            st.table(pd.DataFrame(system.as_rows(status(settings))).set_index("name"))
     with right:
         st.subheader("LLM endpoint")
         with st.spinner("Asking the LLM endpoint…"):
@@ -50,6 +45,14 @@ with page_errors():
         versions = system.package_versions()
         st.dataframe(pd.DataFrame({"package": list(versions), "version": list(versions.values())}),
                      hide_index=True)
+
+    st.subheader("Index status")
+    with page_errors():
+        from ragloupe.index.pipeline import status
+
+        # The page's whole width and a static table, which wraps: in half the width a grid cut the
+        # store's path and each document's mid-word.
+        st.table(pd.DataFrame(system.as_rows(status(settings))).set_index("name"))
 
     st.subheader("Pipeline")
     st.graphviz_chart(system.pipeline_dot(settings))

@@ -68,7 +68,8 @@ def _streamlit_servers(demo_index, roots: list[Path],
                        RAGLOUPE_RAW_DIR=str(dirs["raw"]), RAGLOUPE_RUNS_DIR=str(dirs["runs"]),
                        RAGLOUPE_LOGS_DIR=str(dirs["logs"]), CHROMA_HOST="",
                        RAGLOUPE_LLM_BACKEND="none", RAGLOUPE_PROJECTION_METHOD="pca",
-                       HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False", **(extra_env or {}))
+                       HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False")
+            env.update(extra_env or {})  # an LLM or UMAP in place of the defaults above
             logs.append((root / "streamlit.log").open("w"))
             process = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", str(ENTRY),
@@ -544,6 +545,13 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Run info").click()
     page.get_by_role("heading", name="Run info").wait_for()
     _settle(page)
+    # At 1280 px the index's status shows every value whole: its table no wider than the page.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.wait_for_timeout(500)
+    status = page.locator('[data-testid="stTable"]').filter(has_text="index_dir")
+    assert status.evaluate("t => t.scrollWidth <= t.clientWidth && "
+                           "t.querySelector('table').getBoundingClientRect().right <= t.getBoundingClientRect().right + 1")
+    page.set_viewport_size({"width": 1600, "height": 1000})
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Evaluation").click()
     page.get_by_role("heading", name="Evaluation").wait_for()
     _settle(page)
