@@ -169,7 +169,7 @@ def _built_once(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.C
         cache = getattr(pytestconfig, "cache", None)
         cached = cache.mkdir("ragloupe-demo-index") / _demo_key(built, backend) if cache else None
         if cached is None or not (cached / "index").is_dir() or not _copy_if_sound(cached / "index", built):
-            _build_demo_index(built)
+            build_demo_index(built)
             if cached is not None:
                 _store_in_cache(built.path("index_dir"), cached)
         (shared / "done").touch()
@@ -188,7 +188,7 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _build_demo_index(demo_settings: Settings) -> None:
+def build_demo_index(demo_settings: Settings) -> None:
     """The demo corpus indexed as `ragloupe index` does, its chunk vectors taken from the
     ones shipped in tests/data (demo_vectors.py says why); texts not there are encoded."""
     from demo_vectors import SHIPPED, ShippedVectors
