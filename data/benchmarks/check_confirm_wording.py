@@ -1,9 +1,12 @@
-"""Wording check for the confirmation gold sets: the longest run of consecutive content words a
-question shares with each of its expected pages (or Natech chapters).
+"""Wording check for the confirmation gold sets (confirm, confirm2, confirm3, confirm4): the
+longest run of consecutive content words a question shares with each of its expected pages (or
+Natech chapters). One script for every set: each set's writer ran a copy of it, and the copies
+differed only in the folder they read.
 
 A question marked "paraphrased" fails when it shares a run of 3 or more content words with any
 expected page; the script prints every question and exits 1 if any paraphrased question fails.
-Stdlib only. Usage: python data/benchmarks/confirm/check_wording.py [confirm-json ...]
+Stdlib only. Usage: python data/benchmarks/check_confirm_wording.py [SET | confirm-json ...]
+(SET: a folder name such as confirm3; nothing: every confirm* set)
 """
 
 import csv
@@ -12,8 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-CONFIRM_DIR = Path(__file__).resolve().parent
-BENCH_DIR = CONFIRM_DIR.parent
+BENCH_DIR = Path(__file__).resolve().parent
 FAIL_RUN = 3
 
 STOPWORDS = set(
@@ -89,9 +91,10 @@ def check_file(gold_path):
 
 
 def main(argv):
-    paths = [Path(a).resolve() for a in argv] or sorted(
-        p for p in CONFIRM_DIR.rglob("*.json") if p.name.endswith((".confirm.json"))
-    )
+    sets = [BENCH_DIR / a for a in argv if (BENCH_DIR / a).is_dir()] or \
+        ([] if argv else sorted(BENCH_DIR.glob("confirm*/")))
+    paths = [Path(a).resolve() for a in argv if not (BENCH_DIR / a).is_dir()] + sorted(
+        p for folder in sets for p in folder.rglob("*.confirm.json"))
     failures = []
     for path in paths:
         failures += check_file(path)
