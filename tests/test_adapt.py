@@ -178,6 +178,10 @@ def test_index_page_adapts_the_model_and_shows_what_it_kept(settings, small_corp
     assert_clean(app)
     assert job.error is None
     assert any(s.value.startswith("Kept: no gold set to compare on") for s in app.success)
+    # The page says how the kept model was made: its steps, and half of it the bundled model.
+    assert any(c.value.startswith("Model adapted-") and "2 training steps" in c.value
+               and "then averaged weight by weight: 50% the fine-tuned model" in c.value
+               and "50% bundled:all-MiniLM-L6-v2" in c.value for c in app.caption), [c.value for c in app.caption]
     assert any("This index is embedded by an adapted model" in i.value for i in app.info)
     assert any("2 training steps" in c.value for c in app.caption)
 
