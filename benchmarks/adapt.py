@@ -91,6 +91,14 @@ VARIANTS = {
                      "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.3},
     "wise50-of-240": {"adapt_max_steps": 240, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
                       "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.5},
+    # Questions drafted by the embedded Gemma, one per page (adapt/drafts.py): alone, three epochs of
+    # their ~450 pairs; and beside the other kinds, one epoch of all.
+    "wise50-drafted-45": {"adapt_max_steps": 45, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                          "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.5,
+                          "adapt_pair_kinds": "drafted"},
+    "wise50-all-drafted-95": {"adapt_max_steps": 95, "adapt_max_seconds": 7200, "adapt_hard_negatives": False,
+                              "adapt_max_tokens": 128, "adapt_learning_rate": 5e-5, "adapt_merge_weight": 0.5,
+                              "adapt_pair_kinds": "sentence,heading,table,title,drafted"},
     "steps-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200},
     "no-hard-negatives-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_hard_negatives": False},
     "sentences-only-40": {"adapt_max_steps": 40, "adapt_max_seconds": 7200, "adapt_pair_kinds": "sentence"},

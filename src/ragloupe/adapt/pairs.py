@@ -12,6 +12,8 @@ Kinds of pseudo-query (``KINDS``):
 - ``table``: a table's row label with one of its column headers ("Cash at bank 2021/22") for
   the table chunk (row block) that holds the row.
 - ``title``: a record's title for the rest of the record.
+- ``drafted``: a question the embedded LLM drafted for the passage (adapt/drafts.py), in a
+  reader's words rather than the document's; the drafts are made by the caller and given in.
 
 Hard negatives come from the chunk BM25 over the same document: the best-scoring chunk that
 is not on the positive's page (a page is what gold sets judge), does not contain the query's
@@ -28,7 +30,7 @@ from typing import Iterable, Sequence
 from ragloupe.index import lexical
 from ragloupe.models import Chunk
 
-KINDS = ("sentence", "heading", "table", "title")
+KINDS = ("sentence", "heading", "table", "title", "drafted")
 # Sentence boundaries: an end mark, spaces, then what starts a sentence.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
@@ -67,11 +69,15 @@ class PairRules:
     seed: int = 13
 
 
-def make_pairs(chunks: Sequence[Chunk], index: lexical.LexicalIndex | None, rules: PairRules) -> list[Pair]:
+def make_pairs(chunks: Sequence[Chunk], index: lexical.LexicalIndex | None, rules: PairRules,
+               drafted: Sequence[tuple[Chunk, str]] = ()) -> list[Pair]:
     """Every pair the rules allow over ``chunks`` (reading order), with hard negatives mined from
-    ``index`` (the chunk BM25 of the same corpus; None: no negatives). Deterministic: the same
-    chunks and rules give the same pairs in the same order."""
+    ``index`` (the chunk BM25 of the same corpus; None: no negatives). ``drafted``: the (chunk,
+    question) drafts of the ``drafted`` kind, made beforehand. Deterministic: the same chunks,
+    drafts and rules give the same pairs in the same order."""
     drafts: list[tuple[str, str, str, Chunk]] = []  # kind, query, positive text, chunk
+    if "drafted" in rules.kinds:
+        drafts += [("drafted", question, chunk.search_text, chunk) for chunk, question in drafted]
     if "sentence" in rules.kinds:
         drafts += _sentence_drafts(chunks, rules)
     if "heading" in rules.kinds:

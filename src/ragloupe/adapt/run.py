@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ragloupe.adapt import compare, pairs as P, training
+from ragloupe.adapt import compare, drafts, pairs as P, training
 from ragloupe.config import ADAPTED_MODELS_DIR, Settings, adopted_model_file
 from ragloupe.errors import AdaptError
 from ragloupe.index import swap
@@ -52,7 +52,7 @@ FORMAT = 1  # bump when what a model name hashes changes meaning
 class AdaptProgress:
     """One step of an adaptation, for a progress bar."""
 
-    stage: str  # "pairs" | "before" | "train" | "reembed" | "after" | "decide" | "done"
+    stage: str  # "pairs" | "draft" | "before" | "train" | "reembed" | "after" | "decide" | "done"
     done: int = 0
     total: int = 0
     detail: str = ""
@@ -128,7 +128,11 @@ def adapt(workspace: Workspace, goldsets: Sequence[str | Path], progress: Progre
         mark = time.perf_counter()
         say(AdaptProgress("pairs"))
         chunks = list(workspace.chunks())
-        made = P.make_pairs(chunks, workspace.lexical(), rules)
+        drafted = []
+        if "drafted" in rules.kinds:  # minutes of the embedded LLM, once per corpus content
+            drafted = drafts.for_corpus(settings, chunks, store.fingerprint(),
+                                        lambda done, total: say(AdaptProgress("draft", done, total)))
+        made = P.make_pairs(chunks, workspace.lexical(), rules, drafted)
         seconds["pairs"] = _since(mark)
 
         mark = time.perf_counter()
