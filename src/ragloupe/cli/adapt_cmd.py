@@ -69,6 +69,8 @@ def _progress_line(step) -> None:
         return
     if step.stage == "reembed" and step.done != step.total and step.done % 1024:
         return
+    if step.stage == "draft" and step.done != step.total and step.done % 64:
+        return
     count = f" {step.done}/{step.total}" if step.total else ""
     detail = f" {step.detail}" if step.detail else ""
     print(f"adapt: {step.stage}{count}{detail}", file=sys.stderr, flush=True)

@@ -25,9 +25,10 @@ from ragloupe.ui.cache import store_key
 from ragloupe.ui.guard import app_message
 
 # Where each stage starts and ends on the bar (training is most of the time).
-_STAGE_SPAN = {"pairs": (0.0, 0.03), "before": (0.03, 0.08), "train": (0.08, 0.7),
+_STAGE_SPAN = {"pairs": (0.0, 0.03), "draft": (0.0, 0.03), "before": (0.03, 0.08), "train": (0.08, 0.7),
                "reembed": (0.7, 0.9), "after": (0.9, 0.97), "decide": (0.97, 0.99), "done": (1.0, 1.0)}
-_STAGE_WORDS = {"pairs": "making pairs from the corpus", "before": "searching the gold sets (before)",
+_STAGE_WORDS = {"pairs": "making pairs from the corpus", "draft": "drafting questions with the embedded LLM",
+                "before": "searching the gold sets (before)",
                 "train": "training", "reembed": "re-embedding the index", "after": "searching the gold sets (after)",
                 "decide": "deciding", "done": "done"}
 
