@@ -6,7 +6,7 @@ document. So it is shown two made-up passages, each followed by the question a r
 of it, then the passage at hand and "Question:", and its continuation up to the line's end is the
 draft. Drafts that are no question, that repeat an example's question, or that are the same as
 another draft are dropped. Passages go through the model a batch at a time (left-padded), which
-on 2 CPU cores takes about 1.3 s a question against 3.3 s one by one.
+on 2 CPU cores takes about 1.1 s a passage (eight at a time) against 3.3 s one by one.
 
 No gold set is read: the model sees document text only.
 """
