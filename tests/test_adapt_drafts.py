@@ -55,3 +55,13 @@ def test_the_drafts_of_this_content_are_read_back_without_the_model(tmp_path):
     (tmp_path / drafts.CACHE_NAME).write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     got = drafts.for_corpus(settings, chunks, "abc")
     assert [(c.chunk_id, q) for c, q in got] == [("d-p2-0", "What is on page two?")]
+
+
+def test_the_index_page_says_how_many_pages_are_drafted_while_the_llm_drafts():
+    from ragloupe.adapt.run import AdaptProgress
+    from ragloupe.ui.adapt_view import AdaptJob
+
+    job = AdaptJob()
+    job.update(AdaptProgress("pairs"))
+    job.update(AdaptProgress("draft", 64, 573))
+    assert job.describe().startswith("drafting questions with the embedded LLM · 64/573 pages · ")

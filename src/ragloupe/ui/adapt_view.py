@@ -50,11 +50,13 @@ class AdaptJob:
         low, high = _STAGE_SPAN.get(step.stage, (self.fraction, self.fraction))
         within = step.done / step.total if step.total else 0.0
         self.stage, self.detail = step.stage, step.detail
+        if step.stage == "draft" and step.total:  # minutes of the LLM: say how far it got
+            self.detail = f"{step.done}/{step.total} pages"
         self.fraction = max(self.fraction, min(low + (high - low) * within, 1.0))
 
     def describe(self) -> str:
         minutes, seconds = divmod(int(time.monotonic() - self.started), 60)
-        detail = f" · {self.detail}" if self.detail and self.stage == "train" else ""
+        detail = f" · {self.detail}" if self.detail and self.stage in ("train", "draft") else ""
         return f"{_STAGE_WORDS.get(self.stage, self.stage)}{detail} · {minutes} min {seconds} s"
 
 
