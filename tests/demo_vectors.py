@@ -1,4 +1,4 @@
-"""The demo index's chunk vectors, shipped with the tests so a fresh clone need not encode them.
+"""The demo index's chunk and sentence vectors, shipped with the tests so a fresh clone need not encode them.
 
 Encoding the demo corpus's ~1,400 chunks is the largest single cost of `make test` on a
 fresh clone (about 90 s of both cores), and every CI run is a fresh clone. So
@@ -56,6 +56,9 @@ class ShippedVectors:
             shipped = np.load(path)
             if str(shipped["model_digest"]) == model_digest(embedder.model_name):
                 self.vectors = dict(zip(shipped["keys"].tolist(), shipped["vectors"]))
+                if "sentence_keys" in shipped:
+                    self.vectors.update(zip(shipped["sentence_keys"].tolist(),
+                                            shipped["sentence_vectors"].astype(np.float32)))
 
     def __getattr__(self, name: str) -> Any:  # tokenizer, backend, max_seq_length, ...
         return getattr(self._embedder, name)
@@ -75,7 +78,9 @@ class ShippedVectors:
 
 
 def write(index_settings: Any, path: Path = SHIPPED) -> int:
-    """Write the vectors of every chunk in the index of ``index_settings``; returns how many."""
+    """Write the vectors of every chunk in the index of ``index_settings``, and of every chunk's sentences
+    (index/sentences.py) in half precision (half the file; a cosine moves by under 1e-3); returns how many."""
+    from ragloupe.index import sentences
     from ragloupe.index.store import open_store
 
     store = open_store(index_settings)
@@ -83,10 +88,23 @@ def write(index_settings: Any, path: Path = SHIPPED) -> int:
     vectors = store.get_embeddings([c.chunk_id for c in chunks])
     keys = [text_key(c.search_text) for c in chunks]
     unique = dict(zip(keys, np.asarray(vectors, dtype=np.float32)))
+    by_doc: dict[str, list] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    by_sentence = {}
+    for doc_id, doc_chunks in by_doc.items():
+        saved = sentences.load(index_settings, doc_id, doc_chunks)
+        if saved is None:
+            continue
+        texts = [t for cid in saved.chunk_ids for t in sentences.sentence_texts(
+            next(c for c in doc_chunks if c.chunk_id == cid))]
+        by_sentence.update((text_key(t), v) for t, v in zip(texts, saved.vectors) if text_key(t) not in unique)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, keys=np.array(sorted(unique)), vectors=np.stack([unique[k] for k in sorted(unique)]),
+                        sentence_keys=np.array(sorted(by_sentence)),
+                        sentence_vectors=np.stack([by_sentence[k] for k in sorted(by_sentence)]).astype(np.float16),
                         model_digest=np.array(model_digest(index_settings.embedding_model)))
-    return len(unique)
+    return len(unique) + len(by_sentence)
 
 
 def main() -> int:
@@ -108,7 +126,7 @@ def main() -> int:
             print(f"the demo corpus did not index cleanly: {summary.errors}", file=sys.stderr)
             return 1
         count = write(settings)
-    print(f"wrote {count} chunk vectors to {SHIPPED}")
+    print(f"wrote {count} chunk and sentence vectors to {SHIPPED}")
     return 0
 
 

@@ -162,6 +162,11 @@ class Settings:
     # BM25 alone's Hit@1 on every family out-of-fold. Learned fusion over pages and records scores lower
     # on the paraphrased families and on Natech, so it is a mode to pick, not the default.
     candidate_window: int = 100  # each engine's list length before fusion
+    # Dense scores a chunk by (1 - w) x its own embedding's cosine + w x its best sentence's (each
+    # sentence embedded apart at index time, index/sentences.py); 0: the chunk's own alone. 0.4: the weight
+    # at which the default measured at or above the chunk's own on every tuning family (0.5 lost one
+    # whole-report question): benchmarks/sentence_dense.py -> benchmarks/results/sentence_dense.json.
+    dense_sentence_weight: float = 0.4
     fusion: str = "minmax"  # rrf | minmax | learned
     # The learned fusion model (JSON, see retrieve/learned.py); empty = the one shipped in the package
     # (one model over report pages and records, trained on every tuning family).

@@ -158,9 +158,11 @@ def unit_id(doc_id: str, page: int, record_id: str = "") -> str:
 class EngineScore:
     """One engine's view of a hit. rank is 1-based; None means the engine did not list it.
 
-    score is the engine's raw score: cosine similarity (1 - distance, in
-    [-1, 1]) for dense, the Okapi BM25 score for bm25. distance is the
-    dense engine's cosine distance as Chroma returned it.
+    score is the engine's raw score: for dense, the cosine similarity of the
+    question's embedding with the chunk's (1 - distance), blended with its best
+    sentence's at RAGLOUPE_DENSE_SENTENCE_WEIGHT (index/sentences.py), in
+    [-1, 1]; the Okapi BM25 score for bm25. distance is the dense engine's
+    cosine distance to the chunk's own embedding, as Chroma returned it.
     """
 
     rank: int | None

@@ -87,7 +87,7 @@ BOUNDS: dict[str, Bound] = {
     "projection_max_points": _AT_LEAST_1, "llm_probe_timeout_s": _POSITIVE,
     "explorer_page_size": _AT_LEAST_1,
     "table_block_rows": _AT_LEAST_1, "ocr_dpi": Bound(72, 600), "prefer_tables_boost": _AT_LEAST_0,
-    "unit_weight_bm25": _AT_LEAST_0, "unit_weight_dense": _AT_LEAST_0, "unit_bm25_b": _SHARE,
+    "unit_weight_bm25": _AT_LEAST_0, "unit_weight_dense": _AT_LEAST_0, "unit_bm25_b": _SHARE, "dense_sentence_weight": _SHARE,
     "api_port": Bound(1, 65535), "api_max_body_kb": _AT_LEAST_1, "api_max_sources": _AT_LEAST_1,
     "check_batch_tokens": Bound(100, 100_000),
     "adapt_max_steps": _AT_LEAST_0, "adapt_max_seconds": _POSITIVE, "adapt_batch_size": Bound(2, 1024),

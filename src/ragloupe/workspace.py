@@ -42,7 +42,7 @@ from ragloupe import attached
 from ragloupe.attached import attachments
 from ragloupe.config import Settings
 from ragloupe.content_cache import ContentCache
-from ragloupe.index import chunk_columns, derived_saved, lexical_saved
+from ragloupe.index import chunk_columns, derived_saved, lexical_saved, sentences
 from ragloupe.index.chunk_columns import ChunkColumns, ids_of
 from ragloupe.index.embedder import get_embedder
 from ragloupe.index.store import open_store
@@ -50,6 +50,7 @@ from ragloupe.retrieve import doc_periods, features, learned, registry, units
 from ragloupe.retrieve.engines import ChunkTable
 
 QUERY_VECTORS = 1024  # an evaluation sweep asks the same 150 questions under many settings
+SENTENCE_DOCS = 256  # documents whose sentence vectors are held in memory at once
 
 
 class Workspace:
@@ -68,6 +69,7 @@ class Workspace:
         self._lexical: ContentCache = ContentCache()
         self._units: ContentCache = ContentCache()
         self._periods: ContentCache = ContentCache()
+        self._sentences: ContentCache = ContentCache(SENTENCE_DOCS)
         self._views: ContentCache = ContentCache()
         self._learned: ContentCache = ContentCache(size=1)
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
@@ -235,6 +237,26 @@ class Workspace:
         return self._units.get(key + params, lambda: derived_saved.load_or_build(
             self.settings, "units", key[-1], params, build, version=units.UNIT_INDEX_FORMAT))
 
+    def sentences_of(self, doc_id: str) -> sentences.DocSentences:
+        """One document's sentence vectors (index/sentences.py), once per content and model: the file the
+        indexer wrote when it matches the document's chunks, else encoded here and saved (an index built
+        before sentence vectors existed, or under RAGLOUPE_DENSE_SENTENCE_WEIGHT=0)."""
+        key = self.content_key()
+
+        def load():
+            table = self.chunk_table(key)
+            chunks = [table.by_id[i] for i in table.by_doc.get(doc_id, ())]
+            found = sentences.load(self.settings, doc_id, chunks)
+            if found is None:
+                found = sentences.build(chunks, self.embedder.encode)
+                try:
+                    sentences.save(self.settings, doc_id, found)
+                except OSError:  # a read-only index dir: this process still has them
+                    pass
+            return found
+
+        return self._sentences.get(key + (self.settings.embedding_model, doc_id), load)
+
     def periods(self, fy_start_month: int | None = None) -> dict:
         """doc_id -> DocumentPeriod for every document in the store, once per content and month
         (loaded from the saved copy when there is one, as unit_index)."""
@@ -293,7 +315,8 @@ class Workspace:
 
     def clear(self) -> None:
         """Forget everything built from the store's content (a benchmark releasing a large index)."""
-        for cache in (self._chunks, self._tables, self._lexical, self._units, self._periods, self._views, self._learned):
+        for cache in (self._chunks, self._tables, self._lexical, self._units, self._periods, self._views,
+                      self._learned, self._sentences):
             cache.clear()
         with self._vectors_lock:
             self._vectors.clear()

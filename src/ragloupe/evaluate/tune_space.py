@@ -21,14 +21,15 @@ SPACES = ("small", "core", "full")
 KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "bm25_k1", "bm25_b",
          "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost",
          "prefer_tables", "prefer_tables_boost", "unit_view", "unit_dense", "unit_weight_bm25",
-         "unit_weight_dense", "unit_bm25_b", "query_expansion", "period_filter", "chunk_tokens", "chunk_overlap")
+         "unit_weight_dense", "unit_bm25_b", "query_expansion", "period_filter", "dense_sentence_weight", "chunk_tokens", "chunk_overlap")
 # The chunking is a knob like the others, so a configuration is everything --apply would write;
 # but it is not replayed: each chunking is scored on an index cut with it (evaluate/tune_indexes.py).
 CHUNKING_KNOBS = ("chunk_tokens", "chunk_overlap")
 # Knobs that change what an engine lists (the others act after the engines): the query
 # expansion adds the written variants of a question's periods and codes to BM25's query,
 # and the period filter (whole-index scope) lists only the documents of the question's period.
-ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis", "query_expansion", "period_filter")
+# The dense engine's sentence weight blends each chunk's best sentence into its score (index/sentences.py).
+ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis", "query_expansion", "period_filter", "dense_sentence_weight")
 
 
 @dataclass(frozen=True)
@@ -77,15 +78,16 @@ class Config:
         qa = (f" +qa{' boost' + format(v['period_boost'], 'g') if v['period_boost'] else ''}"
               f"{' filter' if v['period_filter'] else ''}{' exp' if v['query_expansion'] else ''}"
               if v["query_analysis"] else "")
+        sent = f" sent{v['dense_sentence_weight']:g}" if v["dense_sentence_weight"] else ""
         if self.mode in ("dense", "bm25"):
-            base = f"dense w{v['candidate_window']}" if self.mode == "dense" else f"bm25 {bm25}"
+            base = f"dense{sent} w{v['candidate_window']}" if self.mode == "dense" else f"bm25 {bm25}"
             return base + qa
         fusion = v["fusion"] + (f"{v['rrf_k']}" if v["fusion"] == "rrf" else "")
         units = f" +units:{v['unit_view']}" if v["unit_view"] != "none" else ""
         if self.learned:
-            return f"hybrid learned w{v['candidate_window']} {v['page_aggregation']} {bm25}{qa}{units}"
+            return f"hybrid learned{sent} w{v['candidate_window']} {v['page_aggregation']} {bm25}{qa}{units}"
         rerank = f" +lexrerank{v['lexical_rerank_weight']:g}" if self._reranks else ""
-        return (f"{self.mode.split('+')[0]} {fusion} {v['weight_dense']:g}:{v['weight_bm25']:g} "
+        return (f"{self.mode.split('+')[0]} {fusion}{sent} {v['weight_dense']:g}:{v['weight_bm25']:g} "
                 f"w{v['candidate_window']} {v['page_aggregation']} {bm25}{rerank}{qa}{units}")
 
     @property
@@ -151,6 +153,11 @@ def core_space(settings: Settings, off: dict) -> list[Config]:
                Config.of("hybrid", settings, **hybrid, fusion="rrf", rrf_k=60, weight_dense=1, weight_bm25=1)]
     configs += [Config.of("hybrid", settings, **hybrid, fusion="minmax", weight_dense=wd, weight_bm25=wb)
                 for wd, wb in ((1.5, 1), (1, 1), (1, 2))]
+    # Dense by the chunk's own embedding alone and blended with its best sentence's (index/sentences.py).
+    for weight in (0.0, 0.4):
+        configs.append(Config.of("dense", settings, **off, dense_sentence_weight=weight))
+        configs.append(Config.of("hybrid", settings, **hybrid, fusion="minmax", weight_dense=1.5, weight_bm25=1,
+                                 dense_sentence_weight=weight))
     learned = {**hybrid, "fusion": "learned", "query_analysis": True}
     # Learned fusion is trained inside every fold: the settings in force stand for it when they use it.
     if not (settings.fusion == "learned" and settings.query_analysis and settings.mode == "hybrid"):

@@ -31,7 +31,7 @@ from ragloupe.chunking import chunk_document, content_budget
 from ragloupe.config import Settings
 from ragloupe.errors import ACTION, Action, StaleIndex
 from ragloupe.index.embedder import get_embedder
-from ragloupe.index import derived_saved, lexical_saved, swap
+from ragloupe.index import derived_saved, lexical_saved, sentences, swap
 from ragloupe.index.chunk_columns import FORMAT as CHUNKS_FORMAT
 from ragloupe.index.lock import index_lock, lock_holder
 from ragloupe.index.manifest import DocumentEntry, Manifest, entry_for
@@ -316,6 +316,7 @@ def _emptied(manifest: Manifest, store: Store, settings: Settings) -> Manifest:
     """Drop every chunk and write an empty manifest that keeps the roots (under the lock)."""
     roots = list(manifest.roots)
     store.reset()
+    sentences.clear(settings.path("index_dir"))
     emptied = Manifest.empty(settings)
     emptied.roots = roots
     emptied.save()
@@ -368,8 +369,18 @@ def _index_document(doc: SourceDoc, manifest: Manifest, store: Store, embedder, 
     chunks = chunk_document(doc, embedder.tokenizer, settings, embedder.max_seq_length)
     timings["chunk"] += time.perf_counter() - mark
     mark = time.perf_counter()
-    embeddings = _embed(embedder, [c.search_text for c in chunks], progress, step, str(doc.path))
+    # Under the sentence grain each chunk's sentences are embedded apart too (index/sentences.py):
+    # the file's progress runs over both.
+    n_sentences = len(sentences.distinct_texts(chunks)) if settings.dense_sentence_weight > 0 else 0
+    of = len(chunks) + n_sentences
+    embeddings = _embed(embedder, [c.search_text for c in chunks], progress, step, str(doc.path), 0, of)
     timings["embed"] += time.perf_counter() - mark
+    if n_sentences:
+        mark = time.perf_counter()
+        by_sentence = sentences.build(chunks, lambda texts: _embed(embedder, texts, progress, step,
+                                                                   str(doc.path), len(chunks), of))
+        sentences.save(settings, doc.doc_id, by_sentence)
+        timings["embed_sentences"] += time.perf_counter() - mark
 
     if progress:
         progress(Progress("write", step[0], step[1], str(doc.path)))
@@ -394,18 +405,20 @@ def _index_document(doc: SourceDoc, manifest: Manifest, store: Store, embedder, 
 
 
 def _embed(embedder, texts: list[str], progress: ProgressCallback | None,
-           step: tuple[int, int], path: str):
+           step: tuple[int, int], path: str, before: int = 0, of: int | None = None):
     """Encode in slices of EMBED_SLICE texts, so a progress bar moves within a large file.
 
     A slice holds many model batches, so the model's own length-sorting still
-    packs batches well and the slicing costs nothing measurable.
+    packs batches well and the slicing costs nothing measurable. ``before`` texts of the
+    file's ``of`` were encoded before these (its chunks before its sentences).
     """
     import numpy as np
 
+    of = of or len(texts)
     parts = []
     for start in range(0, len(texts), EMBED_SLICE):
         if progress:
-            progress(Progress("embed", step[0], step[1], path, part=start / len(texts)))
+            progress(Progress("embed", step[0], step[1], path, part=(before + start) / of))
         parts.append(embedder.encode(texts[start:start + EMBED_SLICE]))
     return np.concatenate(parts) if parts else embedder.encode([])
 
@@ -418,6 +431,7 @@ def _remove_document(manifest: Manifest, store: Store, doc_id: str) -> int:
     removed = store.delete_where({"doc_id": doc_id})
     del manifest.documents[doc_id]
     manifest.save()
+    sentences.remove(manifest.path.parent, doc_id)
     return removed
 
 

@@ -32,7 +32,8 @@ from ragloupe.index import lexical
 from ragloupe.models import Chunk
 from ragloupe.retrieve.modes import timed
 
-DENSE_MEANING = "cosine similarity of the question's and the chunk's embeddings (1 - cosine distance, in [-1, 1])"
+DENSE_MEANING = ("cosine similarity of the question's embedding with the chunk's, blended with its best sentence's "
+                 "(RAGLOUPE_DENSE_SENTENCE_WEIGHT; 0: the chunk's alone), in [-1, 1]")
 BM25_MEANING = "Okapi BM25 score of the chunk for the question (>= 0, comparable only within one question)"
 
 
@@ -98,7 +99,25 @@ class DenseEngine:
         scope.shared["query_vector"] = embedding
         # The BM25 reads every chunk anyway: the dense hits are looked up in the same chunks.
         table = workspace.chunk_table() if "bm25" in scope.running else None
-        return dense_search(workspace.store, embedding, k, scope.filters, table)
+        hits = dense_search(workspace.store, embedding, k, scope.filters, table)
+        weight = float(getattr(scope.config, "dense_sentence_weight", 0.0))
+        if weight > 0 and hits:
+            with timed(scope.timings, "sentences"):
+                hits = with_best_sentence(hits, embedding, weight, workspace.sentences_of)
+        return hits
+
+
+def with_best_sentence(hits: Sequence[EngineHit], query: np.ndarray, weight: float,
+                       sentences_of) -> list[EngineHit]:
+    """The dense hits rescored as (1 - weight) x the chunk's own cosine + weight x its best sentence's
+    (index/sentences.py), best first; a chunk with no sentence vectors keeps its own. The distance
+    stays the chunk's own embedding's. ``sentences_of(doc_id)``: that document's DocSentences."""
+    rescored = []
+    for hit in hits:
+        best = sentences_of(hit.chunk.doc_id).best(hit.chunk.chunk_id, query)
+        score = hit.score if best is None else (1.0 - weight) * hit.score + weight * best
+        rescored.append(EngineHit(hit.chunk, float(score), hit.distance))
+    return sorted(rescored, key=lambda h: -h.score)
 
 
 class BM25Engine:

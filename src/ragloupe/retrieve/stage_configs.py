@@ -70,16 +70,18 @@ class UnitViewConfig:
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """What fetch's engines and whole-unit signals read: the BM25's parameters and the unit signals' rule."""
+    """What fetch's engines and whole-unit signals read: the BM25's parameters, the dense engine's
+    sentence weight and the unit signals' rule."""
 
     bm25_k1: float
     bm25_b: float
     bm25_backend: str
     unit_bm25_b: float
     unit_dense: str
+    dense_sentence_weight: float = 0.0
 
     @classmethod
     def of(cls, settings) -> "EngineConfig":
         """The engine part of ``settings`` (a Settings)."""
         return cls(float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend,
-                   float(settings.unit_bm25_b), settings.unit_dense)
+                   float(settings.unit_bm25_b), settings.unit_dense, float(settings.dense_sentence_weight))

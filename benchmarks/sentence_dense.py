@@ -1,0 +1,208 @@
+"""Dense similarity at sentence grain, tried as a signal past term overlap.
+
+    .venv/bin/python benchmarks/sentence_dense.py [--variants chunk,sent,mix50,max] [--out PATH]
+
+On the index RAGLOUPE_INDEX_DIR points at (the benchmark index of benchmarks/adapt.py: the
+Grampian PDFs, natech/guidance.csv and the manuals). A 256-token chunk embedded whole is one
+average of everything it says; a question usually asks after one sentence of it, and MiniLM
+was trained on sentence pairs. Each chunk's text is cut into sentences (pieces under 8 words
+joined to the next, the chunk's context line before each), every sentence embedded once with
+the index's model (cached beside the results), and the dense engine scores a chunk by:
+
+- ``chunk``: the chunk's own embedding (the shipped engine, over every chunk in scope);
+- ``sent``: its best sentence;
+- ``mixNN``: NN% its best sentence, the rest the chunk's own;
+- ``max``: the larger of the two;
+- ``VARIANT@N``: the variant over the first N chunks by their own embedding only (what an
+  engine that rescores Chroma's nearest chunks would see);
+- ``shippedW``: the dense engine as shipped, at RAGLOUPE_DENSE_SENTENCE_WEIGHT=W (it rescores
+  Chroma's nearest candidate_window chunks; its sentence vectors are the index's, encoded on the
+  first search of a document when the indexer did not write them).
+
+Every tuning family of benchmarks/adapt.py is searched in dense and the default hybrid mode,
+each question in its own document, against ``chunk``: Hit@1 and MRR per family and the paired
+permutation p-value of the Hit@1 difference. The engine is patched for this script only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
+
+bootstrap_environment()
+
+sys.path.insert(0, str(Path(__file__).parent))
+import adapt as bench  # noqa: E402  (its families and measure())
+
+from ragloupe.evaluate import stats  # noqa: E402
+from ragloupe.retrieve import engines  # noqa: E402
+from ragloupe.workspace import Workspace  # noqa: E402
+
+SHIPPED = engines.DenseEngine.search
+SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z0-9(•\-])|\n+")
+MIN_WORDS = 8
+MAX_WORDS = 60
+
+
+def sentences(text: str) -> list[str]:
+    """The chunk's sentences: short pieces joined to the next, long ones cut at MAX_WORDS words."""
+    pieces, pending = [], ""
+    for piece in SENTENCE_END.split(text):
+        piece = " ".join(piece.split())
+        if not piece:
+            continue
+        pending = f"{pending} {piece}".strip()
+        if len(pending.split()) >= MIN_WORDS:
+            pieces.append(pending)
+            pending = ""
+    if pending:
+        if pieces and len(pending.split()) < MIN_WORDS:
+            pieces[-1] = f"{pieces[-1]} {pending}"
+        else:
+            pieces.append(pending)
+    out = []
+    for piece in pieces:
+        words = piece.split()
+        out.extend(" ".join(words[i:i + MAX_WORDS]) for i in range(0, len(words), MAX_WORDS))
+    return out
+
+
+class SentenceIndex:
+    """Every chunk's own embedding and its sentences' embeddings, as numpy arrays."""
+
+    def __init__(self, workspace: Workspace, cache: Path):
+        table = workspace.chunk_table()
+        self.table = table
+        self.ids = sorted(table.by_id)
+        self.row = {cid: i for i, cid in enumerate(self.ids)}
+        chunks = [table.by_id[cid] for cid in self.ids]
+        self.chunk_vectors = np.asarray(workspace.store.get_embeddings(self.ids), dtype=np.float32)
+        texts, owner = [], []
+        for i, chunk in enumerate(chunks):
+            for sentence in sentences(chunk.text) or [chunk.text]:
+                texts.append(f"{chunk.context}\n{sentence}" if chunk.context else sentence)
+                owner.append(i)
+        self.owner = np.asarray(owner)
+        key = hashlib.sha256(json.dumps([workspace.settings.embedding_model, texts]).encode()).hexdigest()[:12]
+        path = cache / f"sentence_vectors-{key}.npy"
+        if path.is_file():
+            self.sentence_vectors = np.load(path)
+        else:
+            started = time.perf_counter()
+            self.sentence_vectors = workspace.embedder.encode(texts)
+            self.encode_seconds = round(time.perf_counter() - started, 1)
+            cache.mkdir(parents=True, exist_ok=True)
+            np.save(path, self.sentence_vectors)
+        self.n_sentences = len(texts)
+
+    def scores(self, query: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each chunk row's own similarity and its best sentence's."""
+        chunk = self.chunk_vectors[rows] @ query
+        sims = self.sentence_vectors @ query
+        best = np.full(len(self.ids), -1.0, dtype=np.float32)
+        np.maximum.at(best, self.owner, sims)
+        return chunk, best[rows]
+
+
+def with_sentences(index: SentenceIndex, variant: str):
+    """DenseEngine.search scoring every chunk in scope by the variant."""
+    def search(self, question, scope, k):
+        workspace = scope.workspace
+        embedding = workspace.query_vector(question.text)
+        scope.shared["query_vector"] = embedding
+        filters = dict(scope.filters or {})
+        doc_ids = filters.pop("doc_ids", None)
+        if filters:
+            raise SystemExit(f"filters this script does not apply: {sorted(filters)}")
+        ids = ([i for d in doc_ids for i in index.table.by_doc.get(d, ())] if doc_ids else index.ids)
+        rows = np.asarray([index.row[i] for i in ids])
+        name, _, within = variant.partition("@")
+        if within:  # rescore only the first `within` chunks by their own embedding
+            first = np.argsort(-(index.chunk_vectors[rows] @ embedding), kind="stable")[:int(within)]
+            rows = rows[first]
+        chunk, sent = index.scores(embedding, rows)
+        if name == "chunk":
+            score = chunk
+        elif name == "sent":
+            score = sent
+        elif name == "max":
+            score = np.maximum(chunk, sent)
+        elif name.startswith("mix"):
+            share = int(name[3:]) / 100
+            score = share * sent + (1 - share) * chunk
+        else:
+            raise SystemExit(f"unknown variant {variant}")
+        order = np.argsort(-score, kind="stable")[:k]
+        return [engines.EngineHit(index.table.by_id[index.ids[rows[j]]], float(score[j]),
+                                  float(1 - score[j])) for j in order]
+    return search
+
+
+def pooled(scores: dict, family: str, mode: str, key: str = "hit@1") -> list[float]:
+    return [q[key] for s in scores[family][mode].values() for q in s]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variants", default="chunk,sent,mix50,max")
+    parser.add_argument("--families", default="", help="comma-separated; default every tuning family")
+    parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "benchmarks/results/sentence_dense.json")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/sentence_dense"))
+    args = parser.parse_args()
+    wanted = set(filter(None, args.families.split(",")))
+    fams = {name: spec for name, spec in bench.families().items()
+            if (name in wanted if wanted else spec["tuning"])}
+    settings = get_settings()
+    workspace = Workspace.open(settings)
+    index = SentenceIndex(workspace, args.cache)
+    print(f"{len(index.ids)} chunks, {index.n_sentences} sentences", file=sys.stderr, flush=True)
+    runs = {}
+    variants = args.variants.split(",")
+    if "chunk" not in variants:
+        variants.insert(0, "chunk")
+    for variant in variants:
+        if variant.startswith("shipped"):  # the engine as shipped, at this RAGLOUPE_DENSE_SENTENCE_WEIGHT
+            engines.DenseEngine.search = SHIPPED
+            runs[variant] = bench.measure(settings.replace(dense_sentence_weight=float(variant[7:])), fams,
+                                          ("dense", "hybrid"))
+        else:
+            engines.DenseEngine.search = with_sentences(index, variant)
+            runs[variant] = bench.measure(settings, fams, ("dense", "hybrid"))
+        print(variant, file=sys.stderr, flush=True)
+    engines.DenseEngine.search = SHIPPED
+    table = {}
+    for variant, scores in runs.items():
+        table[variant] = {}
+        for family in fams:
+            table[variant][family] = {}
+            for mode in ("dense", "hybrid"):
+                mine, base = pooled(scores, family, mode), pooled(runs["chunk"], family, mode)
+                rr = pooled(scores, family, mode, "rr")
+                table[variant][family][mode] = {
+                    "n": len(mine), "hit@1": round(sum(mine) / len(mine), 4),
+                    "mrr": round(sum(rr) / len(rr), 4),
+                    "p_vs_chunk": round(stats.paired_permutation_p(mine, base), 4)}
+    result = {"command": "python benchmarks/sentence_dense.py --variants " + args.variants,
+              "index_dir": str(settings.path("index_dir")), "embedding_model": settings.embedding_model,
+              "default": f"{settings.mode}, {settings.fusion}", "chunks": len(index.ids),
+              "sentences": index.n_sentences, "encode_seconds": getattr(index, "encode_seconds", None),
+              "loadavg": [round(x, 2) for x in os.getloadavg()], "hit@1": table}
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    for variant, families in table.items():
+        print(variant, " ".join(f"{f} {v['dense']['hit@1']:.3f}/{v['hybrid']['hit@1']:.3f}"
+                                for f, v in families.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
