@@ -9,7 +9,8 @@ random offsets from the shipped corpus text (the Grampian page texts and the
 Natech guidance), so BM25 sees the real vocabulary and term statistics.
 Chunk embeddings are random unit vectors: embedding 100k chunks with the
 model would take hours on two cores, and HNSW search time does not depend
-on what the vectors mean. They go into a real embedded Chroma collection
+on what the vectors mean. So are the sentence vectors the dense engine blends in
+(index/sentences.py), written per document as the indexer writes them. They go into a real embedded Chroma collection
 through the index's own Store, and every query runs through search().
 
 Query embedding is measured on its own, with the real bundled model, and is
@@ -40,6 +41,7 @@ from ragloupe.config import PROJECT_ROOT, Settings, bootstrap_environment
 
 bootstrap_environment()
 
+from ragloupe.index import sentences  # noqa: E402
 from ragloupe.index.embedder import get_embedder  # noqa: E402
 from ragloupe.index.store import open_store  # noqa: E402
 from ragloupe.models import Chunk  # noqa: E402
@@ -134,6 +136,12 @@ def measure_scale(n: int, words: list[str], questions: list[str], query_vectors:
     store.upsert(chunks, vectors)
     store.set_content_marker(f"synthetic-{n}")
     insert_s = time.perf_counter() - start
+    if settings.dense_sentence_weight > 0:  # each chunk's sentence vectors, as the indexer writes them
+        rng = np.random.default_rng(SEED + n + 1)
+        for doc_id in sorted({c.doc_id for c in chunks}):
+            doc_chunks = [c for c in chunks if c.doc_id == doc_id]
+            sentences.save(settings, doc_id, sentences.build(
+                doc_chunks, lambda texts: random_unit_vectors(len(texts), rng)))
     del chunks, vectors
     workspace = Workspace.open(settings, store=store, embedder=PrecomputedQueries(query_vectors))
     result: dict = {"chunks": n, "chroma_insert_s": round(insert_s, 1), "bm25_build_s": {}, "modes": {}}

@@ -5,9 +5,10 @@
 On the index RAGLOUPE_INDEX_DIR points at (the benchmark index of benchmarks/adapt.py: the
 Grampian PDFs, natech/guidance.csv and the manuals). A 256-token chunk embedded whole is one
 average of everything it says; a question usually asks after one sentence of it, and MiniLM
-was trained on sentence pairs. Each chunk's text is cut into sentences (pieces under 8 words
-joined to the next, the chunk's context line before each), every sentence embedded once with
-the index's model (cached beside the results), and the dense engine scores a chunk by:
+was trained on sentence pairs. Each chunk's text is cut into sentences as the indexer cuts them
+(index/sentences.py: pieces under 8 words joined to the next, the chunk's context line before
+each), every sentence embedded once with the index's model (cached under --cache), and the
+dense engine scores a chunk by:
 
 - ``chunk``: the chunk's own embedding (the shipped engine, over every chunk in scope);
 - ``sent``: its best sentence;
@@ -30,7 +31,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -45,36 +45,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 import adapt as bench  # noqa: E402  (its families and measure())
 
 from ragloupe.evaluate import stats  # noqa: E402
+from ragloupe.index.sentences import sentence_texts  # noqa: E402
 from ragloupe.retrieve import engines  # noqa: E402
 from ragloupe.workspace import Workspace  # noqa: E402
 
 SHIPPED = engines.DenseEngine.search
-SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z0-9(•\-])|\n+")
-MIN_WORDS = 8
-MAX_WORDS = 60
-
-
-def sentences(text: str) -> list[str]:
-    """The chunk's sentences: short pieces joined to the next, long ones cut at MAX_WORDS words."""
-    pieces, pending = [], ""
-    for piece in SENTENCE_END.split(text):
-        piece = " ".join(piece.split())
-        if not piece:
-            continue
-        pending = f"{pending} {piece}".strip()
-        if len(pending.split()) >= MIN_WORDS:
-            pieces.append(pending)
-            pending = ""
-    if pending:
-        if pieces and len(pending.split()) < MIN_WORDS:
-            pieces[-1] = f"{pieces[-1]} {pending}"
-        else:
-            pieces.append(pending)
-    out = []
-    for piece in pieces:
-        words = piece.split()
-        out.extend(" ".join(words[i:i + MAX_WORDS]) for i in range(0, len(words), MAX_WORDS))
-    return out
 
 
 class SentenceIndex:
@@ -89,8 +64,8 @@ class SentenceIndex:
         self.chunk_vectors = np.asarray(workspace.store.get_embeddings(self.ids), dtype=np.float32)
         texts, owner = [], []
         for i, chunk in enumerate(chunks):
-            for sentence in sentences(chunk.text) or [chunk.text]:
-                texts.append(f"{chunk.context}\n{sentence}" if chunk.context else sentence)
+            for text in sentence_texts(chunk):
+                texts.append(text)
                 owner.append(i)
         self.owner = np.asarray(owner)
         key = hashlib.sha256(json.dumps([workspace.settings.embedding_model, texts]).encode()).hexdigest()[:12]

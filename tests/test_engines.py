@@ -430,6 +430,8 @@ def test_the_chunk_explorer_browses_an_attached_collection_and_ranks_its_texts_b
     assert_clean(app)
     ranked = app.dataframe[-1].value
     assert ranked.iloc[0]["theirs (BM25)"] == "report#p5" and ranked.iloc[0]["your dense"] == "report#p5"
+    # Your dense score is a blend with the best sentence's (index/sentences.py), so it is not called cosine.
+    assert list(ranked.columns) == ["rank", "theirs (BM25)", "BM25", "your dense", "dense score"]
     assert _files(directory) == before
 
 

@@ -42,7 +42,7 @@ class RankRow:
     theirs_bm25: float | None
     theirs_text: str
     yours_unit: str
-    yours_cosine: float | None
+    yours_dense: float | None
 
 
 def chroma_engines(registry) -> list[str]:

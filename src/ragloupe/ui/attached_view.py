@@ -104,5 +104,5 @@ def attached_collection_section(settings: Settings) -> None:
         rows = bm25_beside_dense(view, question.strip(), workspace, k=10)
         st.dataframe(pd.DataFrame([{"rank": r.rank, f"{name} (BM25)": r.theirs_unit,
                                     "BM25": fmt_score(r.theirs_bm25), "your dense": r.yours_unit,
-                                    "cosine": fmt_score(r.yours_cosine)} for r in rows]),
+                                    "dense score": fmt_score(r.yours_dense)} for r in rows]),
                      hide_index=True, width="stretch")
