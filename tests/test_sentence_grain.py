@@ -59,6 +59,7 @@ def test_indexing_writes_each_documents_sentences_and_search_blends_them(small_c
     for doc_id, chunks in by_doc.items():
         saved = sentences.load(settings, doc_id, chunks)
         assert saved is not None and len(saved.vectors) >= len(chunks)
+        assert isinstance(saved.vectors, np.memmap)  # a search reads only its candidates' rows
 
     question = "How much did the water company spend on pipes?"
     workspace = Workspace.open(settings, embedder=embedder)
@@ -89,7 +90,7 @@ def test_vectors_that_no_longer_match_the_chunks_are_encoded_again_and_a_removed
 
     (small_corpus / "report.pdf").unlink()
     run_index([small_corpus], settings)
-    assert not path.exists()
+    assert not path.exists() and not path.with_suffix(".json").exists()
     assert sentences.doc_path(settings, "notes").exists()
 
 

@@ -21,7 +21,8 @@ SPACES = ("small", "core", "full")
 KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "bm25_k1", "bm25_b",
          "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost",
          "prefer_tables", "prefer_tables_boost", "unit_view", "unit_dense", "unit_weight_bm25",
-         "unit_weight_dense", "unit_bm25_b", "query_expansion", "period_filter", "dense_sentence_weight", "chunk_tokens", "chunk_overlap")
+         "unit_weight_dense", "unit_bm25_b", "query_expansion", "period_filter", "dense_sentence_weight",
+         "chunk_tokens", "chunk_overlap")
 # The chunking is a knob like the others, so a configuration is everything --apply would write;
 # but it is not replayed: each chunking is scored on an index cut with it (evaluate/tune_indexes.py).
 CHUNKING_KNOBS = ("chunk_tokens", "chunk_overlap")
@@ -29,7 +30,8 @@ CHUNKING_KNOBS = ("chunk_tokens", "chunk_overlap")
 # expansion adds the written variants of a question's periods and codes to BM25's query,
 # and the period filter (whole-index scope) lists only the documents of the question's period.
 # The dense engine's sentence weight blends each chunk's best sentence into its score (index/sentences.py).
-ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis", "query_expansion", "period_filter", "dense_sentence_weight")
+ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis", "query_expansion", "period_filter",
+                "dense_sentence_weight")
 
 
 @dataclass(frozen=True)

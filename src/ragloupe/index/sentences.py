@@ -6,23 +6,27 @@ blends a chunk's own similarity with its best sentence's (Settings.dense_sentenc
 benchmarks/sentence_dense.py measured it). The vectors are written per document when the document
 is indexed, with the model that embeds its chunks, so an incremental run encodes only what changed:
 
-    <index dir>/sentences/<model key>/<document key>.npz
+    <index dir>/sentences/<model key>/<document key>.npy    the vectors, float32, one row a sentence
+    <index dir>/sentences/<model key>/<document key>.json   chunk ids, digests, where each chunk starts
 
 The model key hashes the embedding model's name (an adapted model has its own); the document key
-its doc_id. A file holds the document's chunk ids, a digest of each chunk's search text, where each
-chunk's sentences start, and the vectors. It is written to a temporary name and renamed into place;
-one that is missing or no longer matches the document's chunks (another chunking, a crash between
-the chunks' write and its own) reads as None, and the caller encodes the document again.
+its doc_id. The .json holds the document's chunk ids, a digest of each chunk's search text and
+where each chunk's sentences start; the .npy is memory-mapped when read, so a search touches only
+its candidates' rows and a large index is not read into memory. Each is written to a temporary
+name and renamed into place, the vectors first; a pair that is missing, does not agree (a crash
+between the two renames) or no longer matches the document's chunks (another chunking, a crash
+between the chunks' write and its own) reads as None, and the caller encodes the document again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -79,22 +83,19 @@ class DocSentences:
     chunk_ids: tuple[str, ...]
     digests: tuple[str, ...]  # of each chunk's search text, to tell a stale file
     starts: np.ndarray
-    vectors: np.ndarray
+    vectors: np.ndarray  # float32, unit rows; memory-mapped when loaded
+    row_of: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "row_of", {cid: i for i, cid in enumerate(self.chunk_ids)})
 
     def best(self, chunk_id: str, query: np.ndarray) -> float | None:
         """The chunk's best sentence similarity to the (unit) query vector; None for a chunk not here."""
-        row = self._rows().get(chunk_id)
+        row = self.row_of.get(chunk_id)
         if row is None:
             return None
         span = self.vectors[self.starts[row]:self.starts[row + 1]]
         return float(np.max(span @ query)) if len(span) else None
-
-    def _rows(self) -> dict[str, int]:
-        rows = self.__dict__.get("_row_of")
-        if rows is None:
-            rows = {cid: i for i, cid in enumerate(self.chunk_ids)}
-            object.__setattr__(self, "_row_of", rows)
-        return rows
 
     def matches(self, chunks: Sequence[Chunk]) -> bool:
         """Whether these vectors were made from exactly these chunks' texts."""
@@ -130,41 +131,49 @@ def model_dir(settings: Settings) -> Path:
     return settings.path("index_dir") / SUBDIR / key
 
 
+def doc_file_name(doc_id: str) -> str:
+    return f"{hashlib.sha256(doc_id.encode('utf-8')).hexdigest()[:20]}.npy"
+
+
 def doc_path(settings: Settings, doc_id: str) -> Path:
+    """The document's vectors; its chunk ids and digests are beside them, with the suffix .json."""
     return model_dir(settings) / doc_file_name(doc_id)
 
 
-def save(settings: Settings, doc_id: str, sentences: DocSentences) -> Path:
-    """Write one document's vectors (temporary file, then renamed into place)."""
-    path = doc_path(settings, doc_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".npz")
+def _replace(path: Path, write) -> None:
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as out:
-            np.savez(out, chunk_ids=np.asarray(sentences.chunk_ids, dtype=str),
-                     digests=np.asarray(sentences.digests, dtype=str), starts=sentences.starts,
-                     vectors=sentences.vectors)
+            write(out)
         os.replace(temp, path)
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
+
+
+def save(settings: Settings, doc_id: str, sentences: DocSentences) -> Path:
+    """Write one document's vectors, then its chunk ids (each a temporary file renamed into place)."""
+    path = doc_path(settings, doc_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _replace(path, lambda out: np.save(out, np.ascontiguousarray(sentences.vectors, dtype=np.float32)))
+    header = {"format": FORMAT, "chunk_ids": list(sentences.chunk_ids), "digests": list(sentences.digests),
+              "starts": [int(x) for x in sentences.starts], "rows": int(len(sentences.vectors))}
+    _replace(path.with_suffix(".json"), lambda out: out.write(json.dumps(header).encode("utf-8")))
     return path
 
 
 def load(settings: Settings, doc_id: str, chunks: Sequence[Chunk]) -> DocSentences | None:
-    """The document's saved vectors when they were made from exactly ``chunks``; else None."""
+    """The document's saved vectors (memory-mapped) when they were made from exactly ``chunks``; else None."""
     path = doc_path(settings, doc_id)
     try:
-        with np.load(path) as saved:
-            found = DocSentences(tuple(saved["chunk_ids"].tolist()), tuple(saved["digests"].tolist()),
-                                 saved["starts"], saved["vectors"])
-    except (OSError, KeyError, ValueError):
+        header = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        vectors = np.load(path, mmap_mode="r")
+        found = DocSentences(tuple(header["chunk_ids"]), tuple(header["digests"]),
+                             np.asarray(header["starts"], dtype=np.int64), vectors)
+    except (OSError, KeyError, ValueError, TypeError):
         return None
-    return found if found.matches(chunks) else None
-
-
-def doc_file_name(doc_id: str) -> str:
-    return f"{hashlib.sha256(doc_id.encode('utf-8')).hexdigest()[:20]}.npz"
+    agree = header.get("format") == FORMAT and len(vectors) == header.get("rows") == int(found.starts[-1])
+    return found if agree and found.matches(chunks) else None
 
 
 def remove(index_dir: Path, doc_id: str) -> None:
@@ -173,6 +182,7 @@ def remove(index_dir: Path, doc_id: str) -> None:
     name = doc_file_name(doc_id)
     for folder in root.iterdir() if root.is_dir() else ():
         (folder / name).unlink(missing_ok=True)
+        (folder / name).with_suffix(".json").unlink(missing_ok=True)
 
 
 def clear(index_dir: Path) -> None:
