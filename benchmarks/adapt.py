@@ -150,7 +150,7 @@ def measured_before(base, fams: dict[str, dict], work: Path) -> dict:
     """The base index measured once per content and gold sets (kept under --work for the next run)."""
     from ragloupe.index.store import open_store
 
-    key = json.dumps([open_store(base).fingerprint(), base.mode, base.fusion,
+    key = json.dumps([open_store(base).fingerprint(), base.mode, base.fusion, base.dense_sentence_weight,
                       {f: [str(p) for p in spec["paths"]] for f, spec in fams.items()}], sort_keys=True)
     cached = work / "before.json"
     if cached.is_file():

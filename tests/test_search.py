@@ -38,12 +38,17 @@ def test_chunk_bm25_did_not_list_shows_rank_none_not_zero(small_index):
 
 
 def test_dense_similarity_is_one_minus_distance_within_range(small_index):
-    ranking = search("flood debris damaging pipes", "dense", 12, workspace=Workspace.open(small_index))
+    # At chunk grain alone; the default's blend with the best sentence: tests/test_sentence_grain.py.
+    ranking = search("flood debris damaging pipes", "dense", 12, workspace=Workspace.open(small_index),
+                     dense_sentence_weight=0)
     for hit in ranking.hits:
         view = hit.per_engine["dense"]
         assert -1.0 <= view.score <= 1.0
         assert view.score == pytest.approx(1.0 - view.distance)
         assert hit.score == view.score
+    blended = search("flood debris damaging pipes", "dense", 12, workspace=Workspace.open(small_index))
+    assert all(-1.0 <= h.per_engine["dense"].score <= 1.0 and h.score == h.per_engine["dense"].score
+               for h in blended.hits)
 
 
 def test_margin_is_the_drop_to_the_next_hit(small_index):

@@ -32,6 +32,8 @@ from ragloupe.index import lexical
 from ragloupe.models import Chunk
 from ragloupe.retrieve.modes import timed
 
+# The dense engine's sentence grain rescores this many of Chroma's nearest chunks (more when asked for more).
+SENTENCE_POOL = 100
 DENSE_MEANING = ("cosine similarity of the question's embedding with the chunk's, blended with its best sentence's "
                  "(RAGLOUPE_DENSE_SENTENCE_WEIGHT; 0: the chunk's alone), in [-1, 1]")
 BM25_MEANING = "Okapi BM25 score of the chunk for the question (>= 0, comparable only within one question)"
@@ -99,12 +101,14 @@ class DenseEngine:
         scope.shared["query_vector"] = embedding
         # The BM25 reads every chunk anyway: the dense hits are looked up in the same chunks.
         table = workspace.chunk_table() if "bm25" in scope.running else None
-        hits = dense_search(workspace.store, embedding, k, scope.filters, table)
         weight = float(getattr(scope.config, "dense_sentence_weight", 0.0))
-        if weight > 0 and hits:
-            with timed(scope.timings, "sentences"):
-                hits = with_best_sentence(hits, embedding, weight, workspace.sentences_of)
-        return hits
+        if weight <= 0:
+            return dense_search(workspace.store, embedding, k, scope.filters, table)
+        # Rescored from the same SENTENCE_POOL nearest chunks whatever k is, so a shorter list is the
+        # head of a longer one (search() at window 50 == replay() of a fetch at 100).
+        hits = dense_search(workspace.store, embedding, max(k, SENTENCE_POOL), scope.filters, table)
+        with timed(scope.timings, "sentences"):
+            return with_best_sentence(hits, embedding, weight, workspace.sentences_of)[:k]
 
 
 def with_best_sentence(hits: Sequence[EngineHit], query: np.ndarray, weight: float,
