@@ -17,9 +17,9 @@ The target is the demo corpus indexed in <= 180 s (``wall_target_s``), and
    time/memory limits), boilerplate and quality, chunking, embedding,
    Chroma writes, manifest. That wall time is ``index_wall_s``.
 3. Times the model's ``encode()`` alone on the exact chunk texts the index
-   now holds, in one call (the model's best case), and on the distinct sentence texts of each
-   document under the sentence grain (RAGLOUPE_DENSE_SENTENCE_WEIGHT > 0, index/sentences.py). ``ratio`` =
-   index_wall_s / encode_only_s; the target is <= 1.2.
+   now holds, in one call (the model's best case), and on each document's
+   distinct sentence texts under the sentence grain (index/sentences.py).
+   ``ratio`` = index_wall_s / encode_only_s; the target is <= 1.2.
 4. Runs ``run_index`` again with nothing changed, in the same process
    (``reindex_s``; target <= 2% of index_wall_s), and once more as a fresh
    ``ragloupe index`` process, which adds interpreter start-up and imports
@@ -52,11 +52,11 @@ from ragloupe.config import PROJECT_ROOT, Settings, bootstrap_environment
 
 bootstrap_environment()
 
+from ragloupe.index import sentences  # noqa: E402
 from ragloupe.index.embedder import get_embedder  # noqa: E402
 from ragloupe.index.manifest import Manifest  # noqa: E402
 from ragloupe.index.pipeline import run_index  # noqa: E402
 from ragloupe.index.store import open_store  # noqa: E402
-from ragloupe.index import sentences  # noqa: E402
 
 DEFAULT_SOURCES = [PROJECT_ROOT / "data" / "benchmarks" / "grampian" / "pdf",
                    PROJECT_ROOT / "data" / "benchmarks" / "natech" / "guidance.csv",

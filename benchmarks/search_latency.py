@@ -9,9 +9,10 @@ random offsets from the shipped corpus text (the Grampian page texts and the
 Natech guidance), so BM25 sees the real vocabulary and term statistics.
 Chunk embeddings are random unit vectors: embedding 100k chunks with the
 model would take hours on two cores, and HNSW search time does not depend
-on what the vectors mean. So are the sentence vectors the dense engine blends in
-(index/sentences.py), written per document as the indexer writes them. They go into a real embedded Chroma collection
-through the index's own Store, and every query runs through search().
+on what the vectors mean. They go into a real embedded Chroma collection
+through the index's own Store, and every query runs through search(). So
+are the sentence vectors the dense engine blends in (index/sentences.py),
+written per document as the indexer writes them.
 
 Query embedding is measured on its own, with the real bundled model, and is
 excluded from the per-mode figures: search() receives the query vectors

@@ -14,6 +14,7 @@ dense engine scores a chunk by:
 - ``sent``: its best sentence;
 - ``mixNN``: NN% its best sentence, the rest the chunk's own;
 - ``max``: the larger of the two;
+- ``top2mixNN``: as mixNN with the mean of the chunk's two best sentences in place of its best;
 - ``VARIANT@N``: the variant over the first N chunks by their own embedding only (what an
   engine that rescores Chroma's nearest chunks would see);
 - ``shippedW``: the dense engine as shipped, at RAGLOUPE_DENSE_SENTENCE_WEIGHT=W (it rescores
@@ -80,13 +81,19 @@ class SentenceIndex:
             np.save(path, self.sentence_vectors)
         self.n_sentences = len(texts)
 
-    def scores(self, query: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each chunk row's own similarity and its best sentence's."""
+    def scores(self, query: np.ndarray, rows: np.ndarray, top: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Each chunk row's own similarity and the mean of its ``top`` best sentences' (fewer when it has fewer)."""
         chunk = self.chunk_vectors[rows] @ query
         sims = self.sentence_vectors @ query
-        best = np.full(len(self.ids), -1.0, dtype=np.float32)
-        np.maximum.at(best, self.owner, sims)
-        return chunk, best[rows]
+        if top == 1:
+            best = np.full(len(self.ids), -1.0, dtype=np.float32)
+            np.maximum.at(best, self.owner, sims)
+            return chunk, best[rows]
+        by_chunk: dict[int, list[float]] = {}
+        for owner, sim in zip(self.owner.tolist(), sims.tolist()):
+            by_chunk.setdefault(owner, []).append(sim)
+        best = np.array([float(np.mean(sorted(by_chunk.get(int(r), [-1.0]), reverse=True)[:top])) for r in rows])
+        return chunk, best
 
 
 def with_sentences(index: SentenceIndex, variant: str):
@@ -105,7 +112,10 @@ def with_sentences(index: SentenceIndex, variant: str):
         if within:  # rescore only the first `within` chunks by their own embedding
             first = np.argsort(-(index.chunk_vectors[rows] @ embedding), kind="stable")[:int(within)]
             rows = rows[first]
-        chunk, sent = index.scores(embedding, rows)
+        top = 1
+        if name.startswith("top2"):  # top2mixNN: the mean of the two best sentences in place of the best
+            top, name = 2, name[4:]
+        chunk, sent = index.scores(embedding, rows, top)
         if name == "chunk":
             score = chunk
         elif name == "sent":
