@@ -53,10 +53,20 @@ from ragloupe.workspace import Workspace  # noqa: E402
 SHIPPED = engines.DenseEngine.search
 
 
+def grain_texts(chunk, grain: str) -> list[str]:
+    """The chunk's sentences (as the indexer cuts them), or each two neighbouring sentences together."""
+    texts = sentence_texts(chunk)
+    if grain == "sentence" or len(texts) < 2:
+        return texts
+    head = f"{chunk.context}\n" if chunk.context else ""
+    bare = [t[len(head):] for t in texts]
+    return [f"{head}{a} {b}" for a, b in zip(bare, bare[1:])]
+
+
 class SentenceIndex:
     """Every chunk's own embedding and its sentences' embeddings, as numpy arrays."""
 
-    def __init__(self, workspace: Workspace, cache: Path):
+    def __init__(self, workspace: Workspace, cache: Path, grain: str = "sentence"):
         table = workspace.chunk_table()
         self.table = table
         self.ids = sorted(table.by_id)
@@ -65,7 +75,7 @@ class SentenceIndex:
         self.chunk_vectors = np.asarray(workspace.store.get_embeddings(self.ids), dtype=np.float32)
         texts, owner = [], []
         for i, chunk in enumerate(chunks):
-            for text in sentence_texts(chunk):
+            for text in grain_texts(chunk, grain):
                 texts.append(text)
                 owner.append(i)
         self.owner = np.asarray(owner)
@@ -143,13 +153,15 @@ def main() -> int:
     parser.add_argument("--families", default="", help="comma-separated; default every tuning family")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "benchmarks/results/sentence_dense.json")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sentence_dense"))
+    parser.add_argument("--grain", choices=("sentence", "pair"), default="sentence",
+                        help="what the patched variants score: each sentence, or each two neighbouring ones")
     args = parser.parse_args()
     wanted = set(filter(None, args.families.split(",")))
     fams = {name: spec for name, spec in bench.families().items()
             if (name in wanted if wanted else spec["tuning"])}
     settings = get_settings()
     workspace = Workspace.open(settings)
-    index = SentenceIndex(workspace, args.cache)
+    index = SentenceIndex(workspace, args.cache, args.grain)
     print(f"{len(index.ids)} chunks, {index.n_sentences} sentences", file=sys.stderr, flush=True)
     runs = {}
     variants = args.variants.split(",")
@@ -177,7 +189,8 @@ def main() -> int:
                     "n": len(mine), "hit@1": round(sum(mine) / len(mine), 4),
                     "mrr": round(sum(rr) / len(rr), 4),
                     "p_vs_chunk": round(stats.paired_permutation_p(mine, base), 4)}
-    result = {"command": "python benchmarks/sentence_dense.py --variants " + args.variants,
+    result = {"command": "python benchmarks/sentence_dense.py --variants " + args.variants
+              + (f" --grain {args.grain}" if args.grain != "sentence" else ""), "grain": args.grain,
               "index_dir": str(settings.path("index_dir")), "embedding_model": settings.embedding_model,
               "default": f"{settings.mode}, {settings.fusion}", "chunks": len(index.ids),
               "sentences": index.n_sentences, "encode_seconds": getattr(index, "encode_seconds", None),
