@@ -9,7 +9,7 @@ from ragloupe.ui.background import (current_job, forget_job, running_job, show_j
 from ragloupe.ui.adapt_view import adapt_section
 from ragloupe.ui.cache import current_settings
 from ragloupe.ui.guard import app_message, page_errors
-from ragloupe.index.pipeline import clear_index
+from ragloupe.index.pipeline import clear_index, sentences_line
 from ragloupe.ingest.uploads import UPLOAD_SUFFIXES, delete_source, raw_sources, save_upload
 from ragloupe.ui.widgets import flash, index_summary, show_flash
 from ragloupe.ui.attached_view import attach_section
@@ -90,6 +90,7 @@ with page_errors():
     cols[1].metric("Pages indexed", f"{current.n_pages_indexed:,} of {current.n_pages:,}")
     cols[2].metric("Chunks", f"{current.n_chunks_store:,}")
     cols[3].metric("Refused files", len(current.refused))
+    st.caption("Sentences: " + sentences_line(current.as_dict()))
     if current.documents:
         st.dataframe(pd.DataFrame(current.documents), hide_index=True, width="stretch")
         adapt_section(settings, busy=bool(holder))

@@ -594,6 +594,8 @@ def test_index_page_reports_a_bad_file_and_indexes_the_rest(settings):
                   and "file" in d.value.columns)
     assert list(errors["document"]) == ["broken"]
     assert metric(app, "Documents") == "1"
+    assert "Sentences: dense blends each chunk's best sentence at 0.4; 1 of 1 documents have their sentence " \
+           "vectors saved" in [c.value for c in app.caption]
 
 
 def test_broken_index_shows_a_message_not_a_traceback(settings):

@@ -6,6 +6,8 @@ Real parts: the bundled model, embedded Chroma, the small corpus's PDF and recor
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ragloupe.index import sentences
@@ -97,3 +99,21 @@ def test_vectors_that_no_longer_match_the_chunks_are_encoded_again_and_a_removed
 def test_no_sentence_is_embedded_when_the_weight_is_zero(small_corpus, settings):
     run_index([small_corpus], settings.replace(dense_sentence_weight=0))
     assert not (settings.path("index_dir") / sentences.SUBDIR).exists()
+
+
+def test_status_says_how_many_documents_have_their_sentence_vectors(capsys, small_corpus, settings):
+    from ragloupe.cli import main
+
+    run_index([small_corpus], settings)
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "sentences: dense blends each chunk's best sentence at 0.4; 2 of 2 documents have their " \
+           "sentence vectors saved\n" in out
+    sentences.doc_path(settings, "report").unlink()
+    assert main(["status", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["n_documents_with_sentences"] == 1
+    assert {d["doc_id"]: d["sentence_vectors"] for d in data["documents"]} == {"notes": True, "report": False}
+    assert main(["status"]) == 0
+    assert "1 of 2 documents have their sentence vectors saved; the others' are encoded on their first " \
+           "search" in capsys.readouterr().out

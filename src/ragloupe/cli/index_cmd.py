@@ -188,7 +188,7 @@ def _count(values) -> dict[str, int]:
 
 # ---- status ----------------------------------------------------------------------
 def handle_status(args: argparse.Namespace) -> CommandResult:
-    from ragloupe.index.pipeline import status
+    from ragloupe.index.pipeline import sentences_line, status
 
     data = status(get_settings()).as_dict()
     lines = [f"index:     {data['index_dir']} ({data['store']})",
@@ -197,7 +197,8 @@ def handle_status(args: argparse.Namespace) -> CommandResult:
              "quality:   " + (", ".join(f"{n} {q}" for q, n in data["quality"].items()) or "-"),
              f"settings:  fingerprint {data['settings_fingerprint'] or '-'}"
              f" (settings in force: {data['current_fingerprint']})",
-             "encoded:   " + (", ".join(data["encoded_with"]) or "not recorded (indexed before it was)")]
+             "encoded:   " + (", ".join(data["encoded_with"]) or "not recorded (indexed before it was)"),
+             "sentences: " + sentences_line(data)]
     lines.append(f"stale:     {data['stale']}: {COMMAND_LINE_WORDS[Action.REBUILD_INDEX]}, "
                  "or restore the previous settings" if data["stale"] else "stale:     no")
     if data["n_chunks_manifest"] != data["n_chunks_store"] or data["pending"]:

@@ -143,6 +143,8 @@ class IndexStatus:
     busy_pid: int | None
     fingerprint: str  # the store's content fingerprint
     encoded_with: list[str] = field(default_factory=list)  # Manifest.encoded_with
+    dense_sentence_weight: float = 0.0  # the settings' sentence grain (index/sentences.py); 0: off
+    n_documents_with_sentences: int = 0  # documents whose sentence vectors are saved for the model in force
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -509,7 +511,9 @@ def status(settings: Settings) -> IndexStatus:
         n_indexed += indexed
         documents.append({"doc_id": entry.doc_id, "path": entry.path, "kind": entry.kind,
                           "pages": len(entry.pages), "pages_indexed": indexed,
-                          "chunks": entry.n_chunks, "sha256": entry.sha256})
+                          "chunks": entry.n_chunks, "sha256": entry.sha256,
+                          # the dense engine's sentence vectors for this model, written for its chunks
+                          "sentence_vectors": sentences.saved_chunks(settings, entry.doc_id) == entry.n_chunks})
     where = (f"chroma server {settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host
              else f"embedded {settings.path('index_dir') / 'chroma'}")
     return IndexStatus(
@@ -522,7 +526,19 @@ def status(settings: Settings) -> IndexStatus:
         pending=[e.doc_id for e in manifest.pending()],
         refused=[e.doc_id for e in manifest.refused()], roots=sorted(manifest.roots),
         busy_pid=lock_holder(settings), fingerprint=store.fingerprint(),
-        encoded_with=list(manifest.encoded_with))
+        encoded_with=list(manifest.encoded_with), dense_sentence_weight=float(settings.dense_sentence_weight),
+        n_documents_with_sentences=sum(d["sentence_vectors"] for d in documents))
+
+
+def sentences_line(data: dict) -> str:
+    """Whether dense reads each chunk's sentences, and how many documents have theirs saved (status's
+    dict): one line for `ragloupe status` and the Index page."""
+    if not data["dense_sentence_weight"]:
+        return "off (RAGLOUPE_DENSE_SENTENCE_WEIGHT=0: dense reads each chunk's own embedding alone)"
+    have, total = data["n_documents_with_sentences"], data["n_documents"]
+    line = (f"dense blends each chunk's best sentence at {data['dense_sentence_weight']:g}; "
+            f"{have} of {total} documents have their sentence vectors saved")
+    return line + ("" if have == total else "; the others' are encoded on their first search")
 
 
 def clear_index(settings: Settings) -> None:

@@ -176,6 +176,17 @@ def load(settings: Settings, doc_id: str, chunks: Sequence[Chunk]) -> DocSentenc
     return found if agree and found.matches(chunks) else None
 
 
+def saved_chunks(settings: Settings, doc_id: str) -> int | None:
+    """How many chunks the document's saved vectors (for the settings' model) were written for; None
+    when there are none. Read from the .json alone, for a status line: load() is what checks them."""
+    path = doc_path(settings, doc_id)
+    try:
+        header = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return len(header.get("chunk_ids", ())) if path.is_file() else None
+
+
 def remove(index_dir: Path, doc_id: str) -> None:
     """Drop a removed document's vectors, for every model."""
     root = Path(index_dir) / SUBDIR
