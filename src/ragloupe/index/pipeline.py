@@ -513,7 +513,9 @@ def status(settings: Settings) -> IndexStatus:
                           "pages": len(entry.pages), "pages_indexed": indexed,
                           "chunks": entry.n_chunks, "sha256": entry.sha256,
                           # the dense engine's sentence vectors for this model, written for its chunks
-                          "sentence_vectors": sentences.saved_chunks(settings, entry.doc_id) == entry.n_chunks})
+                          # (a document with no chunk has none to miss)
+                          "sentence_vectors": not entry.n_chunks
+                          or sentences.saved_chunks(settings, entry.doc_id) == entry.n_chunks})
     where = (f"chroma server {settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host
              else f"embedded {settings.path('index_dir') / 'chroma'}")
     return IndexStatus(
