@@ -44,6 +44,7 @@ bootstrap_environment()
 
 from ragloupe.adapt import compare  # noqa: E402
 from ragloupe.adapt.run import adapt  # noqa: E402
+from ragloupe.evaluate import stats  # noqa: E402
 from ragloupe.evaluate.runs import evaluate  # noqa: E402
 from ragloupe.workspace import Workspace  # noqa: E402
 
@@ -144,6 +145,29 @@ def measure(settings, fams: dict[str, dict], modes: tuple[str, ...] = MODES) -> 
             out[family][mode] = compare.per_set_scores(report.data)
     workspace.clear()
     return out
+
+
+def pooled(scores: dict, family: str, mode: str, measure: str = "hit@1") -> list[float]:
+    """One measure of every question of a family in a mode, the family's gold sets pooled (measure()'s output)."""
+    return [q[measure] for s in scores[family][mode].values() for q in s]
+
+
+def variants_table(runs: dict, fams: dict[str, dict], baseline: str, p_key: str,
+                   modes: tuple[str, ...] = ("dense", "hybrid")) -> dict:
+    """Per run of measure(), family and mode: n, Hit@1, MRR and the paired permutation p-value of the
+    Hit@1 difference against the ``baseline`` run (the signal scripts' variants side by side)."""
+    table: dict = {}
+    for name, scores in runs.items():
+        table[name] = {}
+        for family in fams:
+            table[name][family] = {}
+            for mode in modes:
+                mine, base = pooled(scores, family, mode), pooled(runs[baseline], family, mode)
+                rr = pooled(scores, family, mode, "rr")
+                table[name][family][mode] = {
+                    "n": len(mine), "hit@1": round(sum(mine) / len(mine), 4), "mrr": round(sum(rr) / len(rr), 4),
+                    p_key: round(stats.paired_permutation_p(mine, base), 4)}
+    return table
 
 
 def measured_before(base, fams: dict[str, dict], work: Path) -> dict:

@@ -30,9 +30,8 @@ from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
 bootstrap_environment()
 
 sys.path.insert(0, str(Path(__file__).parent))
-import adapt as bench  # noqa: E402  (its families and measure())
+import adapt as bench  # noqa: E402  (its families, measure() and variants_table())
 
-from ragloupe.evaluate import stats  # noqa: E402
 from ragloupe.retrieve import engines  # noqa: E402
 
 SHIPPED = engines.DenseEngine.search
@@ -57,10 +56,6 @@ def with_feedback(beta: float, m: int):
     return search
 
 
-def pooled(scores: dict, family: str, mode: str) -> list[float]:
-    return [q["hit@1"] for s in scores[family][mode].values() for q in s]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", default="0.3:1,0.5:3,0.5:5,1.0:3", help="beta:m pairs")
@@ -75,15 +70,7 @@ def main() -> int:
         runs[point] = bench.measure(settings, fams, ("dense", "hybrid"))
         print(point, file=sys.stderr, flush=True)
     engines.DenseEngine.search = SHIPPED
-    table = {}
-    for point, scores in runs.items():
-        table[point] = {}
-        for family in fams:
-            table[point][family] = {}
-            for mode in ("dense", "hybrid"):
-                mine, shipped = pooled(scores, family, mode), pooled(runs["0:0"], family, mode)
-                table[point][family][mode] = {"n": len(mine), "hit@1": round(sum(mine) / len(mine), 4),
-                                              "p_vs_shipped": round(stats.paired_permutation_p(mine, shipped), 4)}
+    table = bench.variants_table(runs, fams, "0:0", "p_vs_shipped")
     result = {"command": "python benchmarks/dense_prf.py --grid " + args.grid,
               "index_dir": str(settings.path("index_dir")), "embedding_model": settings.embedding_model,
               "default": f"{settings.mode}, {settings.fusion}", "loadavg": [round(x, 2) for x in os.getloadavg()],

@@ -93,8 +93,10 @@ def measure(sources: list[Path], root: Path, backend: str | None = None) -> dict
     texts = [chunk.text for chunk in chunks]
     # The model's whole work: each chunk, and, under the sentence grain, each distinct sentence text
     # of each document (index/sentences.py encodes a document's distinct sentences once).
-    sentence_texts = ([t for doc in sorted({c.doc_id for c in chunks})
-                       for t in sentences.distinct_texts([c for c in chunks if c.doc_id == doc])]
+    by_doc: dict[str, list] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    sentence_texts = ([t for doc in sorted(by_doc) for t in sentences.distinct_texts(by_doc[doc])]
                       if settings.dense_sentence_weight > 0 else [])
     started, cpu_started = time.perf_counter(), cpu_seconds()
     embedder.encode(texts)

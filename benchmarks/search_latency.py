@@ -139,8 +139,10 @@ def measure_scale(n: int, words: list[str], questions: list[str], query_vectors:
     insert_s = time.perf_counter() - start
     if settings.dense_sentence_weight > 0:  # each chunk's sentence vectors, as the indexer writes them
         rng = np.random.default_rng(SEED + n + 1)
-        for doc_id in sorted({c.doc_id for c in chunks}):
-            doc_chunks = [c for c in chunks if c.doc_id == doc_id]
+        by_doc: dict[str, list[Chunk]] = {}
+        for chunk in chunks:
+            by_doc.setdefault(chunk.doc_id, []).append(chunk)
+        for doc_id, doc_chunks in sorted(by_doc.items()):
             sentences.save(settings, doc_id, sentences.build(
                 doc_chunks, lambda texts: random_unit_vectors(len(texts), rng)))
     del chunks, vectors

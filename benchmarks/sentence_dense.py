@@ -43,9 +43,8 @@ from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
 bootstrap_environment()
 
 sys.path.insert(0, str(Path(__file__).parent))
-import adapt as bench  # noqa: E402  (its families and measure())
+import adapt as bench  # noqa: E402  (its families, measure() and variants_table())
 
-from ragloupe.evaluate import stats  # noqa: E402
 from ragloupe.index.sentences import sentence_texts  # noqa: E402
 from ragloupe.retrieve import engines  # noqa: E402
 from ragloupe.workspace import Workspace  # noqa: E402
@@ -143,10 +142,6 @@ def with_sentences(index: SentenceIndex, variant: str):
     return search
 
 
-def pooled(scores: dict, family: str, mode: str, key: str = "hit@1") -> list[float]:
-    return [q[key] for s in scores[family][mode].values() for q in s]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default="chunk,sent,mix50,max")
@@ -177,18 +172,7 @@ def main() -> int:
             runs[variant] = bench.measure(settings, fams, ("dense", "hybrid"))
         print(variant, file=sys.stderr, flush=True)
     engines.DenseEngine.search = SHIPPED
-    table = {}
-    for variant, scores in runs.items():
-        table[variant] = {}
-        for family in fams:
-            table[variant][family] = {}
-            for mode in ("dense", "hybrid"):
-                mine, base = pooled(scores, family, mode), pooled(runs["chunk"], family, mode)
-                rr = pooled(scores, family, mode, "rr")
-                table[variant][family][mode] = {
-                    "n": len(mine), "hit@1": round(sum(mine) / len(mine), 4),
-                    "mrr": round(sum(rr) / len(rr), 4),
-                    "p_vs_chunk": round(stats.paired_permutation_p(mine, base), 4)}
+    table = bench.variants_table(runs, fams, "chunk", "p_vs_chunk")
     result = {"command": "python benchmarks/sentence_dense.py --variants " + args.variants
               + (f" --grain {args.grain}" if args.grain != "sentence" else ""), "grain": args.grain,
               "index_dir": str(settings.path("index_dir")), "embedding_model": settings.embedding_model,

@@ -96,8 +96,8 @@ def write(index_settings: Any, path: Path = SHIPPED) -> int:
         saved = sentences.load(index_settings, doc_id, doc_chunks)
         if saved is None:
             continue
-        texts = [t for cid in saved.chunk_ids for t in sentences.sentence_texts(
-            next(c for c in doc_chunks if c.chunk_id == cid))]
+        by_id = {c.chunk_id: c for c in doc_chunks}
+        texts = [t for cid in saved.chunk_ids for t in sentences.sentence_texts(by_id[cid])]
         by_sentence.update((text_key(t), v) for t, v in zip(texts, saved.vectors) if text_key(t) not in unique)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, keys=np.array(sorted(unique)), vectors=np.stack([unique[k] for k in sorted(unique)]),

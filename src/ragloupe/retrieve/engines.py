@@ -101,7 +101,7 @@ class DenseEngine:
         scope.shared["query_vector"] = embedding
         # The BM25 reads every chunk anyway: the dense hits are looked up in the same chunks.
         table = workspace.chunk_table() if "bm25" in scope.running else None
-        weight = float(getattr(scope.config, "dense_sentence_weight", 0.0))
+        weight = scope.config.dense_sentence_weight
         if weight <= 0:
             return dense_search(workspace.store, embedding, k, scope.filters, table)
         # Rescored from the same SENTENCE_POOL nearest chunks whatever k is, so a shorter list is the
@@ -116,9 +116,10 @@ def with_best_sentence(hits: Sequence[EngineHit], query: np.ndarray, weight: flo
     """The dense hits rescored as (1 - weight) x the chunk's own cosine + weight x its best sentence's
     (index/sentences.py), best first; a chunk with no sentence vectors keeps its own. The distance
     stays the chunk's own embedding's. ``sentences_of(doc_id)``: that document's DocSentences."""
+    per_doc = {doc_id: sentences_of(doc_id) for doc_id in dict.fromkeys(h.chunk.doc_id for h in hits)}
     rescored = []
     for hit in hits:
-        best = sentences_of(hit.chunk.doc_id).best(hit.chunk.chunk_id, query)
+        best = per_doc[hit.chunk.doc_id].best(hit.chunk.chunk_id, query)
         score = hit.score if best is None else (1.0 - weight) * hit.score + weight * best
         rescored.append(EngineHit(hit.chunk, float(score), hit.distance))
     return sorted(rescored, key=lambda h: -h.score)
