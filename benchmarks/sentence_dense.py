@@ -15,6 +15,7 @@ dense engine scores a chunk by:
 - ``mixNN``: NN% its best sentence, the rest the chunk's own;
 - ``max``: the larger of the two;
 - ``top2mixNN``: as mixNN with the mean of the chunk's two best sentences in place of its best;
+- ``triSS_PP``: SS% its best sentence, PP% its best two neighbouring sentences, the rest the chunk's own;
 - ``VARIANT@N``: the variant over the first N chunks by their own embedding only (what an
   engine that rescores Chroma's nearest chunks would see);
 - ``shippedW``: the dense engine as shipped, at RAGLOUPE_DENSE_SENTENCE_WEIGHT=W (it rescores
@@ -105,8 +106,8 @@ class SentenceIndex:
         return chunk, best
 
 
-def with_sentences(index: SentenceIndex, variant: str):
-    """DenseEngine.search scoring every chunk in scope by the variant."""
+def with_sentences(index: SentenceIndex, variant: str, pairs: SentenceIndex | None = None):
+    """DenseEngine.search scoring every chunk in scope by the variant (``pairs``: for triSS_PP)."""
     def search(self, question, scope, k):
         workspace = scope.workspace
         embedding = workspace.query_vector(question.text)
@@ -134,6 +135,10 @@ def with_sentences(index: SentenceIndex, variant: str):
         elif name.startswith("mix"):
             share = int(name[3:]) / 100
             score = share * sent + (1 - share) * chunk
+        elif name.startswith("tri"):
+            single, double = (int(x) / 100 for x in name[3:].split("_"))
+            pair = pairs.scores(embedding, rows)[1]
+            score = single * sent + double * pair + (1 - single - double) * chunk
         else:
             raise SystemExit(f"unknown variant {variant}")
         order = np.argsort(-score, kind="stable")[:k]
@@ -157,6 +162,8 @@ def main() -> int:
     settings = get_settings()
     workspace = Workspace.open(settings)
     index = SentenceIndex(workspace, args.cache, args.grain)
+    pairs = (SentenceIndex(workspace, args.cache, "pair") if any(v.startswith("tri") for v in
+                                                                  args.variants.split(",")) else None)
     print(f"{len(index.ids)} chunks, {index.n_sentences} sentences", file=sys.stderr, flush=True)
     runs = {}
     variants = args.variants.split(",")
@@ -168,7 +175,7 @@ def main() -> int:
             runs[variant] = bench.measure(settings.replace(dense_sentence_weight=float(variant[7:])), fams,
                                           ("dense", "hybrid"))
         else:
-            engines.DenseEngine.search = with_sentences(index, variant)
+            engines.DenseEngine.search = with_sentences(index, variant, pairs)
             runs[variant] = bench.measure(settings, fams, ("dense", "hybrid"))
         print(variant, file=sys.stderr, flush=True)
     engines.DenseEngine.search = SHIPPED
