@@ -939,10 +939,10 @@ def test_index_job_progress_moves_while_the_files_are_planned_and_the_first_is_r
 
 
 def test_terminal_progress_bar_never_goes_back_and_prints_its_last_line_once(capsys):
-    from ragloupe.cli.index_cmd import _ProgressBar
+    from ragloupe.cli.progress import ProgressBar
 
     shown = []
-    with _ProgressBar() as bar:
+    with ProgressBar() as bar:
         for step in _steps():
             bar.update(step)
             shown.append(bar.bar.n)

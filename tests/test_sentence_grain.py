@@ -117,3 +117,92 @@ def test_status_says_how_many_documents_have_their_sentence_vectors(capsys, smal
     assert main(["status"]) == 0
     assert "1 of 2 documents have their sentence vectors saved; the others' are encoded on their first " \
            "search" in capsys.readouterr().out
+
+
+# ---- encoding the missing ones ahead of a search, with progress ----------------------------------
+
+ONE_NOTES_QUESTION = {"_meta": {"doc_id": "notes"}, "queries": [
+    {"query_id": "q1", "question": "What keeps the cooling running when the mains power fails?",
+     "expected_records": ["n2"]}]}
+
+
+def indexed_without_sentences(corpus, settings):
+    """The corpus indexed as an index built before sentence vectors existed (or at weight 0): no file."""
+    assert not run_index([corpus], settings.replace(dense_sentence_weight=0)).errors
+    assert not (settings.path("index_dir") / sentences.SUBDIR).exists()
+    return {doc_id: [c for c in open_store(settings).all_chunks() if c.doc_id == doc_id]
+            for doc_id in ("extra", "notes", "report") if (corpus / f"{doc_id}.csv").exists()
+            or (corpus / f"{doc_id}.pdf").exists()}
+
+
+def test_the_missing_sentence_vectors_are_encoded_ahead_once_with_progress_that_ends_at_the_total(
+        small_corpus, settings, embedder):
+    from conftest import write_records
+    from ragloupe.index.pipeline import SentencesEncoded
+
+    write_records(small_corpus / "extra.csv", [("e1", "Fire water", "The fire water ring main is tested every "
+                                                "quarter and its two pumps start on a pressure drop.")])
+    chunks = indexed_without_sentences(small_corpus, settings)
+    workspace = Workspace.open(settings, embedder=embedder)
+    assert sorted(workspace.missing_sentences()) == ["extra", "notes", "report"]
+    off = workspace.with_overrides(dense_sentence_weight=0)
+    assert off.missing_sentences() == [] and off.encode_missing_sentences() == SentencesEncoded()
+
+    # A search scoped to one document needs that one's alone.
+    first = workspace.encode_missing_sentences(["notes"])
+    assert (first.documents, first.sentences, first.saved) == (1, len(sentences.distinct_texts(chunks["notes"])), True)
+    assert sentences.load(settings, "notes", chunks["notes"]) is not None
+    assert sorted(workspace.missing_sentences()) == ["extra", "report"]
+
+    steps = []
+    rest = workspace.encode_missing_sentences(progress=steps.append)
+    assert rest.documents == 2
+    assert rest.sentences == len(sentences.distinct_texts(chunks["extra"])) + len(sentences.distinct_texts(chunks["report"]))
+    reached = [step.done + step.part for step in steps]
+    assert reached == sorted(reached) and reached[-1] == 2 and steps[-1].stage == "done"
+    assert {step.path for step in steps if step.stage == "sentences"} == {"extra", "report"}
+    for doc_id, its_chunks in chunks.items():  # what a search loads: made from exactly these chunks
+        assert sentences.load(settings, doc_id, its_chunks) is not None
+
+    assert workspace.encode_missing_sentences() == SentencesEncoded()
+    assert Workspace.open(settings, embedder=embedder).missing_sentences() == []  # the next process too
+
+
+def test_an_index_folder_that_cannot_hold_them_still_searches_with_the_vectors_held_in_memory(
+        small_corpus, settings, embedder):
+    from ragloupe.index.pipeline import encoded_sentences_line
+
+    indexed_without_sentences(small_corpus, settings)
+    (settings.path("index_dir") / sentences.SUBDIR).write_text("not a folder")  # nothing can be saved under it
+    workspace = Workspace.open(settings, embedder=embedder)
+    encoded = workspace.encode_missing_sentences()
+    assert encoded.documents == 2 and not encoded.saved
+    assert encoded_sentences_line(encoded).endswith("held by this process only (the index folder is read-only)")
+    assert workspace.missing_sentences() == []
+    question = "How much did the water company spend on pipes?"
+    blended = search(question, "dense", 3, workspace=workspace)
+    own = search(question, "dense", 3, workspace=workspace, dense_sentence_weight=0)
+    assert blended.hits and [h.per_engine["dense"].score for h in blended.hits] != \
+        [h.per_engine["dense"].score for h in own.hits]
+
+
+def test_the_cli_says_on_stderr_when_it_encodes_them_and_its_json_stays_clean(capsys, small_corpus, settings,
+                                                                             tmp_path):
+    from ragloupe.cli import main
+
+    indexed_without_sentences(small_corpus, settings)
+    gold = tmp_path / "notes.gold.json"
+    gold.write_text(json.dumps(ONE_NOTES_QUESTION), encoding="utf-8")
+
+    assert main(["eval", str(gold), "--mode", "hybrid", "--json"]) == 0  # the gold question's document only
+    out, err = capsys.readouterr()
+    assert json.loads(out)["metrics"]
+    assert "ragloupe: encoding the sentence vectors of 1 document (first search since it was indexed " \
+           "without them, or with another model; saved for the next searches) ..." in err
+    assert main(["search", "diesel generators after a power loss", "--json"]) == 0  # the whole index
+    out, err = capsys.readouterr()
+    assert json.loads(out)["hits"]
+    assert "encoding the sentence vectors of 1 document " in err and "report" in err
+    assert main(["search", "diesel generators after a power loss", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["hits"] and "sentence vectors" not in err

@@ -47,6 +47,10 @@ class ContentCache(Generic[Built]):
                 self._entries.popitem(last=False)
         return built
 
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._entries
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

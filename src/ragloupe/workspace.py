@@ -34,7 +34,7 @@ import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from ragloupe import attached
 from ragloupe.attached import attachments
 from ragloupe.config import Settings
 from ragloupe.content_cache import ContentCache
-from ragloupe.index import chunk_columns, derived_saved, lexical_saved, sentences
+from ragloupe.index import chunk_columns, derived_saved, lexical_saved, pipeline, sentences
 from ragloupe.index.chunk_columns import ChunkColumns, ids_of
 from ragloupe.index.embedder import get_embedder
 from ragloupe.index.store import open_store
@@ -70,6 +70,8 @@ class Workspace:
         self._units: ContentCache = ContentCache()
         self._periods: ContentCache = ContentCache()
         self._sentences: ContentCache = ContentCache(SENTENCE_DOCS)
+        # Per content and model: the documents known to have their sentence vectors (missing_sentences).
+        self._sentences_ready: ContentCache = ContentCache()
         self._views: ContentCache = ContentCache()
         self._learned: ContentCache = ContentCache(size=1)
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
@@ -257,6 +259,51 @@ class Workspace:
 
         return self._sentences.get(key + (self.settings.embedding_model, doc_id), load)
 
+    def missing_sentences(self, doc_ids: Iterable[str] | None = None) -> list[str]:
+        """The documents of ``doc_ids`` (default: every one the store holds) whose sentence vectors
+        for the model in force a dense search would first have to encode: none saved for their
+        chunks (sentences.saved_for), none held here. [] when the settings' weight is 0.
+
+        A document found ready is remembered for this content and model, so asking before every
+        search reads each document's small .json once."""
+        if self.settings.dense_sentence_weight <= 0:
+            return []
+        key = self.content_key()
+        by_doc = self.chunk_table(key).by_doc
+        model = self.settings.embedding_model
+        ready: set = self._sentences_ready.get(key + (model,), set)
+        wanted = by_doc if doc_ids is None else [d for d in dict.fromkeys(doc_ids) if d in by_doc]
+        missing = []
+        for doc_id in wanted:
+            if doc_id in ready:
+                continue
+            if key + (model, doc_id) in self._sentences or sentences.saved_for(self.settings, doc_id, by_doc[doc_id]):
+                ready.add(doc_id)
+            else:
+                missing.append(doc_id)
+        return missing
+
+    def encode_missing_sentences(self, doc_ids: Iterable[str] | None = None,
+                                 progress: pipeline.ProgressCallback | None = None) -> pipeline.SentencesEncoded:
+        """Encode and save the sentence vectors missing_sentences(``doc_ids``) names, with the
+        indexer's progress (index.pipeline.encode_sentences): what a face calls before searching,
+        so a first search does not stall on them unseen. Nothing when none are missing. In a
+        read-only index dir they are held here instead, as sentences_of holds what it encodes."""
+        missing = self.missing_sentences(doc_ids)
+        if not missing:
+            return pipeline.SentencesEncoded()
+        key = self.content_key()
+        table = self.chunk_table(key)
+        model = self.settings.embedding_model
+        chunks_of = {doc_id: [table.by_id[i] for i in table.by_doc[doc_id]] for doc_id in missing}
+
+        def hold(doc_id: str, found: sentences.DocSentences) -> None:
+            self._sentences.get(key + (model, doc_id), lambda: found)
+
+        encoded = pipeline.encode_sentences(chunks_of, self.embedder, self.settings, progress, unsaved=hold)
+        self._sentences_ready.get(key + (model,), set).update(missing)
+        return encoded
+
     def periods(self, fy_start_month: int | None = None) -> dict:
         """doc_id -> DocumentPeriod for every document in the store, once per content and month
         (loaded from the saved copy when there is one, as unit_index)."""
@@ -316,7 +363,7 @@ class Workspace:
     def clear(self) -> None:
         """Forget everything built from the store's content (a benchmark releasing a large index)."""
         for cache in (self._chunks, self._tables, self._lexical, self._units, self._periods, self._views,
-                      self._learned, self._sentences):
+                      self._learned, self._sentences, self._sentences_ready):
             cache.clear()
         with self._vectors_lock:
             self._vectors.clear()

@@ -64,7 +64,8 @@ def handle(args: argparse.Namespace) -> CommandResult:
 
 
 def _progress_line(step) -> None:
-    """One line on stderr per stage, and every tenth training step."""
+    """One line on stderr per stage, every tenth training step, and each document whose sentence
+    vectors are encoded before the gold sets are searched."""
     if step.stage == "train" and step.done % 10 and step.done != step.total:
         return
     if step.stage == "reembed" and step.done != step.total and step.done % 1024:

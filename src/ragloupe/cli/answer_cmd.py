@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_answer(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.cli.progress import encode_missing_sentences
     from ragloupe.config import get_settings
     from ragloupe.generate.answer import answer
     from ragloupe.generate.groundedness import screen_answer
@@ -45,8 +46,9 @@ def run_answer(args: argparse.Namespace) -> CommandResult:
         settings = settings.replace(answer_gates=args.gates)
     client = get_client(settings)
     filters = {"doc_ids": args.doc_ids} if args.doc_ids else None
-    ranking = search(args.question, mode=args.mode, k=args.k, filters=filters,
-                     workspace=Workspace.open(settings))
+    workspace = Workspace.open(settings)
+    encode_missing_sentences(workspace, [args.mode or settings.mode], args.doc_ids or None)
+    ranking = search(args.question, mode=args.mode, k=args.k, filters=filters, workspace=workspace)
     result = answer(args.question, ranking, settings, client=client)
     if result.withheld:
         return CommandResult({"answer": result.as_dict(), "screen": None}, format_withheld(result))

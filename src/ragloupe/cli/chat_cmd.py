@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_chat(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> CommandResult:
+    from ragloupe.cli.progress import encode_missing_sentences
     from ragloupe.config import get_settings
     from ragloupe.generate.conversation import Conversation
     from ragloupe.workspace import Workspace
@@ -47,9 +48,11 @@ def run_chat(args: argparse.Namespace, stdin: TextIO | None = None, stdout: Text
         settings = settings.replace(llm_backend=args.backend)
     if args.gates is not None:
         settings = settings.replace(answer_gates=args.gates)
+    workspace = Workspace.open(settings)  # every turn searches through it
+    encode_missing_sentences(workspace, [args.mode or settings.mode], args.doc_ids or None)
     conversation = Conversation(settings, mode=args.mode, k=args.k,
                                 filters={"doc_ids": args.doc_ids} if args.doc_ids else None,
-                                search_kwargs={"workspace": Workspace.open(settings)})  # every turn searches through it
+                                search_kwargs={"workspace": workspace})
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     say = _printer(stdout)
     say("ragloupe chat: ask about the indexed documents; /help for commands, /quit to leave.")

@@ -69,10 +69,11 @@ def settings_with(overrides: Sequence[str]) -> Settings:
 
 
 def handle_eval(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.cli.progress import encode_missing_sentences
     from ragloupe.cli.outside_run import gate_floors, handle_outside
     from ragloupe.evaluate.ci_gates import check_floors_exist, parse_floors
     from ragloupe.evaluate.goldset import load_goldset
-    from ragloupe.evaluate.runs import evaluate, normalise_ks
+    from ragloupe.evaluate.runs import evaluate, normalise_ks, searched_documents
     from ragloupe.evaluate.usersets import resolve_goldset
     from ragloupe.workspace import Workspace
 
@@ -93,6 +94,7 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
         raise BadOption("no readable gold set: " + "; ".join(load_errors))
     if args.run or args.retriever:
         return handle_outside(args, goldsets, load_errors, settings, ks, floors, workspace)
+    encode_missing_sentences(workspace, [args.mode or settings.mode], searched_documents(goldsets, args.scope))
     report = evaluate(goldsets, mode=args.mode or settings.mode, ks=ks, scope=args.scope,
                       answers=args.answers, failure_k=args.failure_k, workspace=workspace)
     data = {"run_id": report.run_id, "path": str(report.path), "load_errors": load_errors,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 
 from ragloupe.cli import CommandResult, add_json_flag
@@ -57,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # ---- index -----------------------------------------------------------------------
 def handle_index(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.cli.progress import ProgressBar
     from ragloupe.index.manifest import Manifest
     from ragloupe.index.pipeline import run_index
     from ragloupe.workspace import save_search_copies
@@ -69,46 +69,12 @@ def handle_index(args: argparse.Namespace) -> CommandResult:
                     f"{settings.path('index_dir')}); nothing to do")
             return CommandResult({"skipped": True, "reason": "index not empty",
                                   "documents": len(held)}, text)
-    with _ProgressBar() as bar:
+    with ProgressBar(unit="file") as bar:
         summary = run_index(args.paths or None, settings, rebuild=args.rebuild, progress=bar.update,
                             save_derived=save_search_copies)
     data = summary.as_dict()
     return CommandResult(data, format_summary(data, settings.path("index_dir")),
                          exit_code=1 if summary.errors else 0)
-
-
-class _ProgressBar:
-    """A tqdm bar on stderr, one unit per source to ingest, filled within a file as it embeds."""
-
-    def __init__(self):
-        self.bar = None
-
-    def __enter__(self) -> "_ProgressBar":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-    def update(self, event) -> None:
-        from tqdm import tqdm
-
-        if event.stage == "hash":
-            return  # hashing is quick; the bar counts the files that are really read
-        if self.bar is None:
-            if event.total == 0:
-                return
-            self.bar = tqdm(total=event.total, unit="file", file=sys.stderr, dynamic_ncols=True,
-                            bar_format="{l_bar}{bar}| {n:.1f}/{total_fmt} files [{elapsed}<{remaining}]")
-        if event.stage == "done":  # close() draws the last line, once
-            self.bar.n = event.total
-            self.bar.set_description_str("done", refresh=False)
-            return
-        # Never backwards: "write" reports a file's start again (part 0) after its embedding.
-        self.bar.n = max(self.bar.n, min(event.done + event.part, event.total))
-        name = Path(event.path).name if event.path else ""
-        self.bar.set_description_str(f"{event.stage:<6} {name[:40]}".rstrip(), refresh=False)
-        self.bar.refresh()
 
 
 def format_summary(data: dict, index_dir: Path) -> str:

@@ -40,11 +40,12 @@ def handle_outside(args: argparse.Namespace, goldsets: list, load_errors: list[s
                    ks: Sequence[int], floors: dict, workspace) -> CommandResult:
     """Score an outside run (a file, or a function called per question), then run and pair each
     ragloupe mode it is compared with, through the command's ``workspace``."""
+    from ragloupe.cli.progress import encode_missing_sentences
     from ragloupe.cli.eval_cmd import BadOption, render_comparison, render_run
     from ragloupe.evaluate.compare import compare
     from ragloupe.evaluate.outside import (OutsideRunInvalid, load_retriever, parse_run_file, rank_with,
                                            score_outside)
-    from ragloupe.evaluate.runs import evaluate, save_report
+    from ragloupe.evaluate.runs import evaluate, save_report, searched_documents
 
     if args.run and args.retriever:
         raise BadOption("give --run or --retriever, not both")
@@ -66,7 +67,9 @@ def handle_outside(args: argparse.Namespace, goldsets: list, load_errors: list[s
     report = save_report(report, settings)
     lines = [render_run(report, load_errors), "", f"note: {report.data['failures']['note']}"]
     comparisons = []
-    for mode in _against(args.against, settings):
+    against = _against(args.against, settings)
+    encode_missing_sentences(workspace, against, searched_documents(goldsets, args.scope))
+    for mode in against:
         baseline = evaluate(goldsets, mode=mode, ks=ks, scope=args.scope,
                             failure_k=args.failure_k, workspace=workspace.with_settings(settings))
         comparison = compare(baseline, report)

@@ -60,6 +60,7 @@ def parse_pages(text: str | None) -> tuple[int | None, int | None] | None:
 
 
 def handle(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.cli.progress import encode_missing_sentences
     from ragloupe.retrieve.search import InvalidSearch, ranking_to_dict, search
     from ragloupe.workspace import Workspace
 
@@ -67,6 +68,8 @@ def handle(args: argparse.Namespace) -> CommandResult:
     workspace = Workspace.open(settings)  # the command's: every mode compared searches through it
     filters = {"doc_ids": args.doc, "pages": parse_pages(args.pages), "quality": args.quality}
     filters = {key: value for key, value in filters.items() if value}
+    # explain runs both built-in engines in every mode: dense reads the sentence vectors whatever the mode.
+    encode_missing_sentences(workspace, doc_ids=filters.get("doc_ids"), explain=True)
     if args.compare:
         modes = [m.strip() for m in args.compare.split(",") if m.strip()]
         if not modes:

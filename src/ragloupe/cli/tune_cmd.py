@@ -97,9 +97,12 @@ def confirmation_paths(given: list[str]) -> list[Path]:
 
 
 def handle(args: argparse.Namespace) -> CommandResult:
+    from ragloupe.cli.progress import encode_missing_sentences
     from ragloupe.cli.eval_cmd import BadOption, settings_with
     from ragloupe.evaluate.goldset import load_goldset
     from ragloupe.evaluate.tune_indexes import parse_chunking
+    from ragloupe.evaluate.runs import searched_documents
+    from ragloupe.evaluate.tune_space import largest_sentence_weight, search_space
     from ragloupe.evaluate.tuning import tune
     from ragloupe.workspace import Workspace
 
@@ -113,6 +116,9 @@ def handle(args: argparse.Namespace) -> CommandResult:
     if args.train_learned:
         from ragloupe.evaluate.tuning import train_learned
 
+        # Trained on each question within its own document, in hybrid under the settings in force.
+        encode_missing_sentences(workspace, ["hybrid"], searched_documents(goldsets, "doc"))
+
         out = Path(args.out) if args.out else settings.path("runs_dir") / "learned-model.json"
         trained = train_learned(goldsets, out, workspace=workspace)
         held = trained["leave_one_group_out"]
@@ -125,6 +131,10 @@ def handle(args: argparse.Namespace) -> CommandResult:
     confirm = [load_goldset(path) for path in confirmation_paths(args.confirm)]
     if args.confirm and not confirm:
         raise BadOption(f"--confirm {' '.join(args.confirm)}: no gold-set file there")
+    # The sweep tries blending each chunk's best sentence even when the settings in force do not.
+    sweep_weight = largest_sentence_weight(search_space(settings, args.space, args.scope))
+    encode_missing_sentences(workspace.with_overrides(dense_sentence_weight=sweep_weight), ["dense"],
+                             searched_documents(goldsets + confirm, args.scope))
     report = tune(goldsets, scope=args.scope, space=args.space, workspace=workspace,
                   chunking=chunking, confirm=confirm)
     applied, apply_note = False, ""

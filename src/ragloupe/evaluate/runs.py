@@ -146,6 +146,12 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     return report
 
 
+def searched_documents(goldsets: Sequence[GoldSet], scope: str) -> list[str] | None:
+    """The documents an evaluation (or a tuning sweep) of ``goldsets`` searches: each question's
+    own under scope "doc", None (the whole index) under "all"."""
+    return sorted({q.doc_id for g in goldsets for q in g.queries}) if scope == "doc" else None
+
+
 def _check_scope_and_cutoff(scope: str, failure_k: int) -> None:
     """GoldSetInvalid, before anything runs, for a scope or failure cutoff that does not exist."""
     if scope not in SCOPES:

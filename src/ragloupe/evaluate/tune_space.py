@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 from ragloupe.config import Settings
 from ragloupe.errors import TuningError
+from ragloupe.retrieve.modes import runs_dense
 
 SCOPES = ("doc", "all")
 SPACES = ("small", "core", "full")
@@ -142,6 +143,13 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
     if space == "core":
         return _unique(configs + core_space(settings, off))
     return _unique(configs + full_space(settings, off, boosts))
+
+
+def largest_sentence_weight(configs: Iterable[Config]) -> float:
+    """The largest sentence weight (dense_sentence_weight) a configuration that runs the dense engine
+    tries: the sweep reads the documents' sentence vectors when it is above 0, whatever the
+    settings in force say. 0 when none runs the dense engine."""
+    return max((c.settings["dense_sentence_weight"] for c in configs if runs_dense([c.mode])), default=0.0)
 
 
 def _unique(configs: Iterable[Config]) -> list[Config]:

@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ragloupe.chunking import chunk_document, content_budget
 from ragloupe.config import Settings
@@ -38,17 +38,17 @@ from ragloupe.index.manifest import DocumentEntry, Manifest, entry_for
 from ragloupe.index.store import Store, open_store
 from ragloupe.ingest import discover_sources, load_source
 from ragloupe.ingest.sources import EXPECTED, doc_id_for, file_sha256, is_source
-from ragloupe.models import SourceDoc
+from ragloupe.models import Chunk, SourceDoc
 
 
 @dataclass(frozen=True)
 class Progress:
     """One step of a run, for a progress bar: ``done`` of ``total`` sources handled."""
 
-    stage: str  # "hash" | "ingest" | "embed" | "write" | "done"
+    stage: str  # "hash" | "ingest" | "embed" | "write" | "done"; encode_sentences: "sentences" | "done"
     done: int
     total: int
-    path: str = ""
+    path: str = ""  # encode_sentences: the document's doc_id
     part: float = 0.0  # share of the current source done (the embedding goes in slices)
 
 
@@ -56,6 +56,16 @@ ProgressCallback = Callable[[Progress], None]
 SaveDerived = Callable[[Store, Settings], None]  # what a face hands run_index: see save_for_searches
 
 EMBED_SLICE = 256  # texts per encode() call
+
+
+@dataclass(frozen=True)
+class SentencesEncoded:
+    """What encode_sentences did: the documents whose sentence vectors it encoded, the distinct
+    sentences it embedded, and whether they could be saved (not in a read-only index dir)."""
+
+    documents: int = 0
+    sentences: int = 0
+    saved: bool = True
 
 
 @dataclass
@@ -407,7 +417,7 @@ def _index_document(doc: SourceDoc, manifest: Manifest, store: Store, embedder, 
 
 
 def _embed(embedder, texts: list[str], progress: ProgressCallback | None,
-           step: tuple[int, int], path: str, before: int = 0, of: int | None = None):
+           step: tuple[int, int], path: str, before: int = 0, of: int | None = None, stage: str = "embed"):
     """Encode in slices of EMBED_SLICE texts, so a progress bar moves within a large file.
 
     A slice holds many model batches, so the model's own length-sorting still
@@ -420,9 +430,39 @@ def _embed(embedder, texts: list[str], progress: ProgressCallback | None,
     parts = []
     for start in range(0, len(texts), EMBED_SLICE):
         if progress:
-            progress(Progress("embed", step[0], step[1], path, part=(before + start) / of))
+            progress(Progress(stage, step[0], step[1], path, part=(before + start) / of))
         parts.append(embedder.encode(texts[start:start + EMBED_SLICE]))
     return np.concatenate(parts) if parts else embedder.encode([])
+
+
+def encode_sentences(chunks_of: Mapping[str, Sequence[Chunk]], embedder, settings: Settings,
+                     progress: ProgressCallback | None = None,
+                     unsaved: Callable[[str, sentences.DocSentences], None] | None = None) -> SentencesEncoded:
+    """Encode and save the sentence vectors (index/sentences.py) of each document of ``chunks_of``
+    (doc_id -> its chunks), as the indexer writes them: for the documents a search would otherwise
+    encode on its first look, unseen (Workspace.encode_missing_sentences picks them).
+
+    Progress goes as run_index's: Progress("sentences", documents done, of all, doc_id, share of
+    this one's sentences embedded), then Progress("done", all, all). A read-only index dir saves
+    nothing: ``unsaved(doc_id, vectors)`` is handed each document's vectors then, for the caller
+    to hold in memory as Workspace.sentences_of does.
+    """
+    total = len(chunks_of)
+    embedded, saved = 0, True
+    for done, (doc_id, chunks) in enumerate(chunks_of.items()):  # _embed says when each one starts
+        texts = sentences.distinct_texts(chunks)
+        built = sentences.build(chunks, lambda distinct: _embed(embedder, distinct, progress, (done, total),
+                                                                doc_id, stage="sentences"))
+        embedded += len(texts)
+        try:
+            sentences.save(settings, doc_id, built)
+        except OSError:
+            saved = False
+            if unsaved:
+                unsaved(doc_id, built)
+    if progress and total:
+        progress(Progress("done", total, total))
+    return SentencesEncoded(total, embedded, saved)
 
 
 def _remove_document(manifest: Manifest, store: Store, doc_id: str) -> int:
@@ -515,7 +555,7 @@ def status(settings: Settings) -> IndexStatus:
                           # the dense engine's sentence vectors for this model, written for its chunks
                           # (a document with no chunk has none to miss)
                           "sentence_vectors": not entry.n_chunks
-                          or sentences.saved_chunks(settings, entry.doc_id) == entry.n_chunks})
+                          or sentences.saved_for(settings, entry.doc_id, entry.chunk_ids)})
     where = (f"chroma server {settings.chroma_host}:{settings.chroma_port}" if settings.chroma_host
              else f"embedded {settings.path('index_dir') / 'chroma'}")
     return IndexStatus(
@@ -541,6 +581,23 @@ def sentences_line(data: dict) -> str:
     line = (f"dense blends each chunk's best sentence at {data['dense_sentence_weight']:g}; "
             f"{have} of {total} documents have their sentence vectors saved")
     return line + ("" if have == total else "; the others' are encoded on their first search")
+
+
+def encoding_sentences_line(n_documents: int) -> str:
+    """What a face says while it encodes sentence vectors a search would otherwise encode unseen."""
+    plural = "s" if n_documents != 1 else ""
+    return (f"encoding the sentence vectors of {n_documents} document{plural} (first search since "
+            f"{'they were' if plural else 'it was'} indexed without them, or with another model; "
+            "saved for the next searches)")
+
+
+def encoded_sentences_line(encoded: SentencesEncoded) -> str:
+    """What a face says when encode_sentences is done."""
+    plural = "s" if encoded.documents != 1 else ""
+    kept = ("saved for the next searches" if encoded.saved
+            else "held by this process only (the index folder is read-only)")
+    return (f"encoded the sentence vectors of {encoded.documents} document{plural} "
+            f"({encoded.sentences:,} sentences), {kept}")
 
 
 def clear_index(settings: Settings) -> None:

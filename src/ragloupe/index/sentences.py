@@ -176,15 +176,21 @@ def load(settings: Settings, doc_id: str, chunks: Sequence[Chunk]) -> DocSentenc
     return found if agree and found.matches(chunks) else None
 
 
-def saved_chunks(settings: Settings, doc_id: str) -> int | None:
-    """How many chunks the document's saved vectors (for the settings' model) were written for; None
-    when there are none. Read from the .json alone, for a status line: load() is what checks them."""
+def saved_for(settings: Settings, doc_id: str, chunk_ids: Sequence[str]) -> bool:
+    """Whether the document's vectors for the settings' model are saved for exactly these chunk ids.
+
+    Read from the .json alone (a small file a document), so a status line or a check before a
+    search can ask it of every document of a large index; load() is what also checks each
+    chunk's text, when a search reads the vectors.
+    """
     path = doc_path(settings, doc_id)
     try:
         header = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return len(header.get("chunk_ids", ())) if path.is_file() else None
+        saved = header["chunk_ids"] if header.get("format") == FORMAT else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return (isinstance(saved, list) and len(saved) == len(chunk_ids) and set(saved) == set(chunk_ids)
+            and path.is_file())
 
 
 def remove(index_dir: Path, doc_id: str) -> None:

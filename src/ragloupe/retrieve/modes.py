@@ -17,7 +17,7 @@ import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Collection, Iterator
+from typing import Any, Collection, Iterable, Iterator
 
 from ragloupe.errors import InvalidSearch
 
@@ -61,6 +61,21 @@ def parse_mode(mode: str, known: Collection[str] | None = None) -> ModePlan:
         also = f", or an engine ({', '.join(others)}) alone or after one with +" if others else ""
         raise InvalidSearch(f"unknown search mode {mode!r}; use one of: {', '.join(MODES)}{also}")
     return ModePlan(tuple(engines), "rerank" in parts, "rewrite" in parts, "read" in parts)
+
+
+def runs_dense(modes: Iterable[str], explain: bool = False) -> bool:
+    """Whether a search in any of ``modes`` runs the dense engine (``explain`` runs every built-in
+    one): what decides if it reads the documents' sentence vectors. A malformed mode counts for
+    nothing here; its search says what is wrong with it."""
+    if explain:
+        return True
+    for mode in modes:
+        try:
+            if "dense" in parse_mode(mode).engines:
+                return True
+        except InvalidSearch:
+            continue
+    return False
 
 
 def engine_name_problem(name: str) -> str:
