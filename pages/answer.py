@@ -11,7 +11,7 @@ from ragloupe.ui.cache import current_settings, get_store, get_workspace, index_
 from ragloupe.ui.guard import page_errors
 from ragloupe.ui.sidebar import examiner
 from ragloupe.ui.text import highlight_html, spans_html
-from ragloupe.ui.widgets import chunk_label, chunk_metadata, run_with_elapsed
+from ragloupe.ui.widgets import chunk_label, chunk_metadata, encode_sentences_with_progress, run_with_elapsed
 
 st.title("Answer")
 st.caption("The model answers only from the retrieved passages and cites them. The screen "
@@ -87,6 +87,8 @@ with page_errors():
         conversation.filters = {"doc_ids": list(chosen_docs)} if chosen_docs else None
         conversation.search_kwargs = {"workspace": get_workspace(settings)}
         st.session_state.pop("claims", None)
+        # Here, not in the thread below: the bar is drawn by this script run.
+        encode_sentences_with_progress(conversation.search_kwargs["workspace"], [mode], chosen_docs or None)
         turn = run_with_elapsed(lambda: conversation.ask(question),
                                 f"Retrieving and answering ({BACKEND_NAMES.get(backend, backend)})")
         state.result(PAGE, {"ranking": turn.ranking, "answer": turn.answer, "error": turn.error or None,

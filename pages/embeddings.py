@@ -10,6 +10,7 @@ from ragloupe.ui.charts import embedding_map
 from ragloupe.ui import state
 from ragloupe.ui.background import index_notice
 from ragloupe.ui.guard import page_errors
+from ragloupe.ui.widgets import encode_sentences_with_progress
 
 COLOUR_BY = {"document": "doc_id", "section": "section", "quality": "quality",
              "run outcome": "outcome", "failure code": "failure code"}
@@ -75,6 +76,7 @@ with page_errors():
 
         workspace = get_workspace(settings)
         store = workspace.store
+        encode_sentences_with_progress(workspace, [mode], chosen_docs or None)
         ranking = search(question, mode=mode, k=int(k), workspace=workspace,
                          filters={"doc_ids": list(chosen_docs)} if chosen_docs else None)
         hit_ids = [hit.chunk.chunk_id for hit in ranking.hits]

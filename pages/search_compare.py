@@ -24,7 +24,7 @@ from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import md_escape, query_terms, rewrite_line
 from ragloupe.ui.labelling import label_form
 from ragloupe.ui.why import why_ranked
-from ragloupe.ui.widgets import hit_detail
+from ragloupe.ui.widgets import encode_sentences_with_progress, hit_detail
 
 PAGE = "search"
 LEVELS = {"page": "a row per page (or record)", "chunk": "a row per chunk"}
@@ -150,9 +150,12 @@ with page_errors():
             if threshold > 0:
                 overrides.update(dynamic_cut="threshold", dynamic_cut_value=threshold)
             full_modes = [f"{mode}+rewrite" if rewrite else mode for mode in modes]
+            workspace = get_workspace(settings)
+            # rank_modes explains: both built-in engines run in every mode.
+            encode_sentences_with_progress(workspace, full_modes, filters.get("doc_ids"), explain=True)
             with st.spinner(f"Searching ({', '.join(full_modes)})…"):
                 rankings = rank_modes(question, full_modes, int(k), filters, overrides, settings,
-                                      workspace=get_workspace(settings))
+                                      workspace=workspace)
             state.result(PAGE, {"question": question, "k": int(k), "level": level, "fusion": fusion,
                                 "filters": filters, "rankings": rankings, "collection": settings.collection})
             st.session_state.pop(f"{PAGE}.table", None)

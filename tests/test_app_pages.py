@@ -509,6 +509,25 @@ def test_search_page_renders_document_markup_inert(records_index):
     assert not any("click me" in m.value for m in app.markdown)
 
 
+def test_search_page_encodes_missing_sentence_vectors_under_a_bar_that_says_so(settings, small_corpus):
+    from ragloupe.index import sentences
+    from ragloupe.index.pipeline import run_index
+    from ragloupe.index.store import open_store
+
+    assert not run_index([small_corpus], settings.replace(dense_sentence_weight=0)).errors
+    app = run_page("search_compare")
+    _search(app, "diesel generators after a power loss", ["bm25"], 3)  # explained: dense runs beside it
+    assert_clean(app)
+    chunks = open_store(settings).all_chunks()
+    n_sentences = sum(len(sentences.distinct_texts([c for c in chunks if c.doc_id == doc])) for doc in ("notes", "report"))
+    bars = [element.proto.text for element in app.get("progress")]
+    assert bars == [md_escape(f"Encoded the sentence vectors of 2 documents ({n_sentences:,} sentences), saved for "
+                              "the next searches.")]
+    assert app.dataframe  # and the search went on
+    _search(app, "diesel generators after a power loss", ["bm25"], 3)
+    assert not app.get("progress")  # nothing left to encode: no bar
+
+
 def test_chunk_explorer_counts_match_the_store(app_env):
     from ragloupe.index.store import open_store
 
@@ -596,6 +615,28 @@ def test_index_page_reports_a_bad_file_and_indexes_the_rest(settings):
     assert metric(app, "Documents") == "1"
     assert "Sentences: dense blends each chunk's best sentence at 0.4; 1 of 1 documents have their sentence " \
            "vectors saved" in [c.value for c in app.caption]
+
+
+def test_index_page_encodes_the_missing_sentence_vectors_on_request_and_says_so(settings, small_corpus):
+    from ragloupe.index import sentences
+    from ragloupe.index.pipeline import run_index
+    from ragloupe.index.store import open_store
+
+    # Indexed as before sentence vectors existed: none saved, so a first search would stop to encode them.
+    assert not run_index([small_corpus], settings.replace(dense_sentence_weight=0)).errors
+    app = run_page("index_manage")
+    assert "Sentences: dense blends each chunk's best sentence at 0.4; 0 of 2 documents have their sentence " \
+           "vectors saved; the others' are encoded on their first search" in [c.value for c in app.caption]
+    button(app, "Encode missing sentence vectors").click()
+    app.run()
+    assert_clean(app)
+    assert "Sentences: dense blends each chunk's best sentence at 0.4; 2 of 2 documents have their sentence " \
+           "vectors saved" in [c.value for c in app.caption]
+    chunks = open_store(settings).all_chunks()
+    n_sentences = sum(len(sentences.distinct_texts([c for c in chunks if c.doc_id == doc])) for doc in ("notes", "report"))
+    assert [s.value for s in app.success] == [f"Encoded the sentence vectors of 2 documents ({n_sentences:,} "
+                                              "sentences), saved for the next searches."]
+    assert not [b for b in app.button if b.label == "Encode missing sentence vectors"]
 
 
 def test_broken_index_shows_a_message_not_a_traceback(settings):

@@ -16,6 +16,7 @@ import streamlit as st
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
 from ragloupe.ui.text import md_escape
+from ragloupe.ui.widgets import encode_sentences_with_progress
 
 KEY = "goldsets"
 
@@ -182,6 +183,8 @@ def outside_run_section(settings: Settings, goldset_paths: Mapping[str, Path], m
 def _score_upload(settings: Settings, name: str, raw: bytes, paths: list[Path], against: list[str],
                   workspace) -> None:
     from ragloupe.diagnostics.outside_view import score_and_compare
+    from ragloupe.evaluate.goldset import load_goldsets
+    from ragloupe.evaluate.runs import searched_documents
     from ragloupe.ui.tables import run_comparison_rows, metrics_rows
 
     try:
@@ -189,6 +192,9 @@ def _score_upload(settings: Settings, name: str, raw: bytes, paths: list[Path], 
     except UnicodeDecodeError:
         st.error(md_escape(f"{name}: not a text file (UTF-8 expected)"))
         return
+    # The modes are run on each question's own document (score_outside's scope).
+    encode_sentences_with_progress(workspace.with_settings(settings), against,
+                                   searched_documents(load_goldsets(paths), "doc"))
     with st.spinner("Scoring the run and ragloupe's modes…"):
         result = score_and_compare(settings, name, text, paths, against, workspace)
     if result.problems:

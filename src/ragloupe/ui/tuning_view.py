@@ -20,6 +20,7 @@ import streamlit as st
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
 from ragloupe.ui.guard import app_message
+from ragloupe.ui.widgets import encode_sentences_with_progress
 
 ROWS = (("out-of-fold (the procedure)", ("out_of_fold", "figures")),
         ("in-sample best", ("in_sample_best", "figures")),
@@ -149,6 +150,8 @@ def show_report(report) -> None:
 def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], workspace) -> None:
     """Run tune on chosen gold sets through the app's ``workspace``, or show the last tuning run."""
     from ragloupe.diagnostics.gold import load_goldsets
+    from ragloupe.evaluate.runs import searched_documents
+    from ragloupe.evaluate.tune_space import largest_sentence_weight, search_space
     from ragloupe.evaluate.tuning import SPACES, latest_tune, load_tune, tune
 
     st.header("Tuning")
@@ -173,8 +176,12 @@ def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], worksp
         for problem in problems:
             st.error(problem)
         if goldsets:
-            bar = st.progress(0.0, text="tuning")
             try:
+                # The sweep tries blending each chunk's best sentence even when the settings in force do not.
+                sweep_weight = largest_sentence_weight(search_space(settings, space, scope))
+                encode_sentences_with_progress(workspace.with_settings(settings).with_overrides(
+                    dense_sentence_weight=sweep_weight), ["dense"], searched_documents(goldsets, scope))
+                bar = st.progress(0.0, text="tuning")
                 report = tune(goldsets, scope=scope, space=space, workspace=workspace.with_settings(settings),
                               chunking=chunking_text or None,
                               progress=lambda share, text: bar.progress(min(share, 1.0), text=text))

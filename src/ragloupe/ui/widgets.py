@@ -8,7 +8,9 @@ from collections.abc import Collection, Iterable
 import streamlit as st
 
 from ragloupe.diagnostics.comparison import BUILT_IN_ENGINES, ENGINE_SCORE_NAMES
+from ragloupe.index.pipeline import encoded_sentences_line, encoding_sentences_line
 from ragloupe.models import Chunk, Hit
+from ragloupe.retrieve.modes import runs_dense
 from ragloupe.ui.table_view import show_chunk
 from ragloupe.ui.text import fmt_change, fmt_rank, fmt_score, highlight_html, md_escape
 from ragloupe.ui.why import why_ranked
@@ -178,6 +180,34 @@ def show_flash() -> None:
         {"success": st.success, "error": st.error, "warning": st.warning}.get(kind, st.info)(message)
 
 
+def encode_sentences_with_progress(workspace, modes: Iterable[str] = (), doc_ids: Iterable[str] | None = None,
+                                   explain: bool = False) -> str:
+    """Before a page searches ``doc_ids`` (default: the whole index) in ``modes``: encode the sentence
+    vectors its first search would otherwise stop to encode behind a silent spinner
+    (Workspace.encode_missing_sentences), with a progress bar saying what and why; returns what
+    the bar says at the end. Nothing ("") when no mode runs the dense engine or none are missing."""
+    if not runs_dense(modes, explain):
+        return ""
+    doc_ids = list(doc_ids) if doc_ids is not None else None
+    missing = workspace.missing_sentences(doc_ids)
+    if not missing:
+        return ""
+    line = encoding_sentences_line(len(missing))
+    line = line[0].upper() + line[1:]
+    bar = st.progress(0.0, text=md_escape(line))
+
+    def step(event) -> None:
+        if event.stage == "done":
+            return
+        bar.progress(min((event.done + event.part) / event.total, 1.0),
+                     text=md_escape(f"{line}: {event.done + 1} of {event.total} · {event.path}"))
+
+    said = encoded_sentences_line(workspace.encode_missing_sentences(doc_ids, progress=step))
+    said = said[0].upper() + said[1:] + "."
+    bar.progress(1.0, text=md_escape(said))
+    return said
+
+
 def evaluate_with_progress(goldsets: list, modes: list[str], ks: list[int], scope: str, settings,
                            workspace) -> list:
     """One evaluation run per mode, with a progress bar that moves per question.
@@ -186,9 +216,10 @@ def evaluate_with_progress(goldsets: list, modes: list[str], ks: list[int], scop
     per question, so a counting wrapper around search() drives the bar. ``workspace``: the
     app's (ui.cache.get_workspace).
     """
-    from ragloupe.evaluate.runs import evaluate
+    from ragloupe.evaluate.runs import evaluate, searched_documents
     from ragloupe.retrieve.search import search
 
+    encode_sentences_with_progress(workspace.with_settings(settings), modes, searched_documents(goldsets, scope))
     total = max(1, len(modes) * sum(len(g.queries) for g in goldsets))
     bar = st.progress(0.0, text="Evaluating…")
     asked = [0]
