@@ -80,8 +80,15 @@ def test_a_model_that_does_not_win_is_not_kept_and_the_index_is_as_it_was(small_
     settings = small_index.replace(adapt_max_steps=0)
     store = open_store(settings)
     fingerprint, manifest_before = store.fingerprint(), Manifest.load(settings)
-    outcome = adapt(Workspace.open(settings), [tmp_path / "notes.gold.json"])
+    steps = []
+    outcome = adapt(Workspace.open(settings), [tmp_path / "notes.gold.json"], progress=steps.append)
     assert not outcome.kept
+    # The index has the gold document's sentence vectors; the adapted model encodes its own before
+    # the searches after, as a stage of the progress (one step as the document starts, one at the end).
+    stages = [step.stage for step in steps]
+    assert "sentences-before" not in stages
+    assert stages.index("reembed") < stages.index("sentences-after") < stages.index("after")
+    assert [(s.done, s.total, s.detail) for s in steps if s.stage == "sentences-after"] == [(0, 1, "notes"), (1, 1, "")]
     assert "MRR over all questions does not rise" in outcome.reason
     row = outcome.comparison["all"]
     assert row["n"] == 3 and row["before"]["rr"] == row["after"]["rr"] and row["p"]["rr"] == 1.0

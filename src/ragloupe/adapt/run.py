@@ -5,7 +5,8 @@ Under the index lock, in order:
 
 1. pairs: pseudo-queries cut from the index's own chunks, with BM25 hard negatives
    (adapt/pairs.py). Only document text: no gold question is ever trained on;
-2. before: the gold sets searched as the index stands, in the mode in force;
+2. before: the gold sets searched as the index stands, in the mode in force (their documents'
+   sentence vectors encoded first when the index lacks them: stage "sentences-before");
 3. train: the configured model (the bundled MiniLM by default) fine-tuned on the pairs
    (adapt/training.py) and saved under <index_dir>/models/<name>/ with training.json, its
    training record. The name hashes the corpus and every training input, so the same corpus
@@ -13,7 +14,9 @@ Under the index lock, in order:
 4. re-embed: every chunk into a scratch collection with the adapted model, swapped in at once
    (index/swap.py); the manifest and <index_dir>/models/adopted.json then say which model
    embedded the index, and Settings reads the latter (config.adopted_model_file);
-5. after: the same gold sets searched again; the paired comparison and the rule in
+5. after: the same gold sets searched again, their documents' sentence vectors for the adapted
+   model encoded first (stage "sentences-after", else the first searches would stop to encode
+   them with nothing shown); the paired comparison and the rule in
    adapt/compare.py decide. A loss swaps the previous collection back: the index, its model
    and its files are as they were.
 
@@ -35,6 +38,8 @@ from typing import Callable, Sequence
 from ragloupe.adapt import compare, drafts, pairs as P, training
 from ragloupe.config import ADAPTED_MODELS_DIR, Settings, adopted_model_file
 from ragloupe.errors import AdaptError
+from ragloupe.evaluate.goldset import load_goldsets
+from ragloupe.evaluate.runs import searched_documents
 from ragloupe.index import swap
 from ragloupe.index.embedder import get_embedder, resolve_model_path
 from ragloupe.index.lock import index_lock
@@ -42,6 +47,7 @@ from ragloupe.index.manifest import Manifest
 from ragloupe.index.pipeline import save_for_searches
 from ragloupe.index.remote_embedder import BACKENDS as SERVER_BACKENDS
 from ragloupe.index.store import open_store
+from ragloupe.retrieve.modes import runs_dense
 from ragloupe.workspace import Workspace, save_search_copies
 
 RECORD_NAME = "training.json"
@@ -52,7 +58,9 @@ FORMAT = 1  # bump when what a model name hashes changes meaning
 class AdaptProgress:
     """One step of an adaptation, for a progress bar."""
 
-    stage: str  # "pairs" | "draft" | "before" | "train" | "reembed" | "after" | "decide" | "done"
+    # "pairs" | "draft" | "sentences-before" | "before" | "train" | "reembed" | "sentences-after" | "after"
+    # | "decide" | "done"
+    stage: str
     done: int = 0
     total: int = 0
     detail: str = ""
@@ -136,6 +144,8 @@ def adapt(workspace: Workspace, goldsets: Sequence[str | Path], progress: Progre
         seconds["pairs"] = _since(mark)
 
         mark = time.perf_counter()
+        gold_documents = searched_documents(load_goldsets(goldsets), "doc") if goldsets else []
+        _encode_sentences(workspace, gold_documents, "sentences-before", say)
         say(AdaptProgress("before", detail=f"{len(goldsets)} gold set(s)"))
         before = _scores(goldsets, settings, workspace)
         seconds["before"] = _since(mark)
@@ -170,8 +180,10 @@ def adapt(workspace: Workspace, goldsets: Sequence[str | Path], progress: Progre
         seconds["reembed"] = _since(mark)
 
         mark = time.perf_counter()
+        adapted = workspace.sibling(adapted_settings, store=store, embedder=embedder)
+        _encode_sentences(adapted, gold_documents, "sentences-after", say)
         say(AdaptProgress("after", detail=f"{len(goldsets)} gold set(s)"))
-        after = _scores(goldsets, adapted_settings, workspace.sibling(adapted_settings, store=store, embedder=embedder))
+        after = _scores(goldsets, adapted_settings, adapted)
         seconds["after"] = _since(mark)
 
         table = compare.compare(before, after)
@@ -285,6 +297,20 @@ def _save(model, record: dict, model_dir: Path) -> None:
 
 def _read_record(model_dir: Path) -> dict:
     return json.loads((model_dir / RECORD_NAME).read_text(encoding="utf-8"))
+
+
+def _encode_sentences(workspace, doc_ids: Sequence[str], stage: str, say: ProgressCallback) -> None:
+    """The gold documents' sentence vectors for the workspace's model, encoded and saved ahead of
+    their searches when the mode in force reads them and they are missing, as a stage of its own:
+    one step as each document starts, and one when all are done."""
+    if not doc_ids or not runs_dense([workspace.settings.mode]):
+        return
+
+    def step(event) -> None:
+        if event.stage == "done" or event.part == 0:
+            say(AdaptProgress(stage, event.done, event.total, event.path if event.stage != "done" else ""))
+
+    workspace.encode_missing_sentences(doc_ids, progress=step)
 
 
 def _read_adopted(settings: Settings) -> dict | None:

@@ -25,12 +25,17 @@ from ragloupe.ui.cache import store_key
 from ragloupe.ui.guard import app_message
 
 # Where each stage starts and ends on the bar (training is most of the time).
-_STAGE_SPAN = {"pairs": (0.0, 0.03), "draft": (0.0, 0.03), "before": (0.03, 0.08), "train": (0.08, 0.7),
-               "reembed": (0.7, 0.9), "after": (0.9, 0.97), "decide": (0.97, 0.99), "done": (1.0, 1.0)}
+# The sentence stages run only when the gold documents lack their sentence vectors for the model
+# (adapt/run.py): a newly adapted model has none.
+_STAGE_SPAN = {"pairs": (0.0, 0.03), "draft": (0.0, 0.03), "sentences-before": (0.03, 0.05),
+               "before": (0.05, 0.08), "train": (0.08, 0.7), "reembed": (0.7, 0.85),
+               "sentences-after": (0.85, 0.93), "after": (0.93, 0.97), "decide": (0.97, 0.99), "done": (1.0, 1.0)}
 _STAGE_WORDS = {"pairs": "making pairs from the corpus", "draft": "drafting questions with the embedded LLM",
+                "sentences-before": "encoding the gold documents' sentence vectors",
                 "before": "searching the gold sets (before)",
-                "train": "training", "reembed": "re-embedding the index", "after": "searching the gold sets (after)",
-                "decide": "deciding", "done": "done"}
+                "train": "training", "reembed": "re-embedding the index",
+                "sentences-after": "encoding the gold documents' sentence vectors with the adapted model",
+                "after": "searching the gold sets (after)", "decide": "deciding", "done": "done"}
 
 
 @dataclass
@@ -52,11 +57,14 @@ class AdaptJob:
         self.stage, self.detail = step.stage, step.detail
         if step.stage == "draft" and step.total:  # minutes of the LLM: say how far it got
             self.detail = f"{step.done}/{step.total} pages"
+        if step.stage.startswith("sentences") and step.total:
+            self.detail = f"{step.done} of {step.total} documents"
         self.fraction = max(self.fraction, min(low + (high - low) * within, 1.0))
 
     def describe(self) -> str:
         minutes, seconds = divmod(int(time.monotonic() - self.started), 60)
-        detail = f" · {self.detail}" if self.detail and self.stage in ("train", "draft") else ""
+        detail = f" · {self.detail}" if self.detail and self.stage in ("train", "draft", "sentences-before",
+                                                                          "sentences-after") else ""
         return f"{_STAGE_WORDS.get(self.stage, self.stage)}{detail} · {minutes} min {seconds} s"
 
 
