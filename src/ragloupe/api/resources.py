@@ -119,7 +119,8 @@ class Resources:
         self._warmed.wait(timeout_s)
 
     def warm_up(self) -> None:
-        """Load the model, then what the first search needs (BM25, the caches) with one search;
+        """Load the model, then what the first search needs (BM25, the caches, the documents' sentence
+        vectors when the index lacks them) with one search;
         an empty or broken index is reported when searched, a model that fails to load in health."""
         from ragloupe.retrieve.search import search
 
@@ -139,6 +140,9 @@ class Resources:
             workspace.periods()
             loader.join()  # the model, or its error from embedder() below
             dense.join()
+            # Sentence vectors the indexer did not write (an index from before them, built at weight 0,
+            # or embedded by another model): encoded and saved now, not by the first user's search.
+            workspace.encode_missing_sentences()
             # A question with words both engines find, so fusion (learned fusion's per-chunk
             # features included) builds its caches now; "warm up" alone left them to the first user.
             search(WARM_UP_QUESTION, explain=True, workspace=self.workspace())
