@@ -11,7 +11,8 @@ from ragloupe.cli import main
 
 SUMMARY_KEYS = {"new", "modified", "unchanged", "deleted", "repaired", "rebuilt", "pages_indexed",
                 "pages_excluded", "excluded_reasons", "chunks_added", "chunks_removed", "errors",
-                "review_findings", "unindexed", "documents", "chunks", "settings_fingerprint", "timings"}
+                "review_findings", "unindexed", "documents", "chunks", "settings_fingerprint", "timings",
+                "sentences_filled", "sentences_unsaved"}
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:

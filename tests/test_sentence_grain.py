@@ -206,3 +206,72 @@ def test_the_cli_says_on_stderr_when_it_encodes_them_and_its_json_stays_clean(ca
     assert main(["search", "diesel generators after a power loss", "--json"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["hits"] and "sentence vectors" not in err
+
+
+# ---- an index run completes what an older index lacks ---------------------------------------------
+
+def test_an_index_run_encodes_the_sentence_vectors_its_unchanged_documents_lack_once(small_corpus, settings):
+    from conftest import NOTE_ROWS, write_records
+    from ragloupe.index.pipeline import status
+
+    chunks = indexed_without_sentences(small_corpus, settings)
+    write_records(small_corpus / "notes.csv", NOTE_ROWS[:2])  # notes is re-read; report is not
+    steps = []
+    summary = run_index([small_corpus], settings, progress=steps.append)
+    assert (summary.modified, summary.unchanged, summary.sentences_filled) == (["notes"], ["report"], ["report"])
+    assert summary.sentences_unsaved == [] and summary.timings["fill_sentences"] > 0
+    assert sentences.load(settings, "report", chunks["report"]) is not None
+    assert status(settings).n_documents_with_sentences == 2
+
+    # The file's steps say one document's sentences follow; those count from 0 of 1; one "done", last.
+    files = [s for s in steps if s.stage in ("ingest", "embed", "write")]
+    assert files and {(s.total, s.later) for s in files} == {(1, 1)}
+    after = steps[steps.index(files[-1]) + 1:]
+    assert [s.stage for s in after][-1] == "done" and [s.stage for s in steps].count("done") == 1
+    assert {(s.path, s.total) for s in after[:-1]} == {("report", 1)} and after[0].stage == "sentences"
+
+    steps.clear()
+    again = run_index([small_corpus], settings, progress=steps.append)
+    assert again.sentences_filled == [] and "fill_sentences" not in again.timings
+    assert "sentences" not in {s.stage for s in steps}
+
+
+def test_the_cli_index_says_it_encoded_the_unchanged_documents_sentence_vectors(capsys, small_corpus, settings):
+    from ragloupe.cli import main
+
+    indexed_without_sentences(small_corpus, settings)
+    assert main(["index", str(small_corpus)]) == 0
+    out, err = capsys.readouterr()
+    assert "sentences  encoded the sentence vectors of 2 unchanged documents (indexed without them, or with " \
+           "another model)\n" in out
+    lines = [line.strip() for line in err.replace("\r", "\n").split("\n") if line.strip()]
+    assert any(line.startswith("encoding sentence vectors of notes (1 of 2)") for line in lines)
+    assert any(line.startswith("encoding sentence vectors of report (2 of 2)") for line in lines)
+    assert sum(line.startswith("done") for line in lines) == 1 and lines[-1].startswith("done")
+    assert "2 of 2 documents have their sentence vectors saved" in _status_text(capsys)
+
+    assert main(["index", "--json", str(small_corpus)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["sentences_filled"] == [] and "sentence vectors" not in err
+
+
+def test_an_index_folder_that_cannot_hold_sentence_vectors_does_not_fail_the_run(capsys, tmp_path, settings):
+    from conftest import NOTE_ROWS, write_records
+    from ragloupe.cli import main
+
+    corpus = tmp_path / "records"
+    corpus.mkdir()
+    write_records(corpus / "notes.csv", NOTE_ROWS)
+    indexed_without_sentences(corpus, settings)
+    (settings.path("index_dir") / sentences.SUBDIR).write_text("not a folder")  # nothing can be saved under it
+    assert main(["index", str(corpus)]) == 0
+    out = capsys.readouterr().out
+    assert "sentences  1 unchanged document lacks its sentence vectors and the index folder cannot hold them: " \
+           "searches encode them in memory\n" in out
+
+
+def _status_text(capsys) -> str:
+    from ragloupe.cli import main
+
+    assert main(["status"]) == 0
+    return capsys.readouterr().out

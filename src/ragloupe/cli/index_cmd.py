@@ -79,6 +79,8 @@ def handle_index(args: argparse.Namespace) -> CommandResult:
 
 def format_summary(data: dict, index_dir: Path) -> str:
     """The summary table people read after `ragloupe index`."""
+    from ragloupe.index.pipeline import filled_sentences_line
+
     lines = [f"index: {index_dir}"]
     if data["rebuilt"]:
         lines.append("rebuilt from scratch")
@@ -94,6 +96,8 @@ def format_summary(data: dict, index_dir: Path) -> str:
         lines.append(f"{'':<10} {count:>5}  excluded: {plain(reason)}")
     lines.append(f"{'chunks':<10} {data['chunks_added']:>5}  added, {data['chunks_removed']} removed; "
                  f"the index holds {data['documents']} documents, {data['chunks']} chunks")
+    if filled := filled_sentences_line(data):
+        lines.append(f"{'sentences':<10} {filled}")
     if data["review_findings"]:
         lines.append(f"{'review':<10} {len(data['review_findings']):>5}  records findings to review "
                      "(not blocking; `ragloupe validate PATH` lists them)")

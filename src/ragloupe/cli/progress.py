@@ -11,12 +11,17 @@ from ragloupe.index.pipeline import encoding_sentences_line
 from ragloupe.retrieve.modes import runs_dense
 
 
+FILE_STAGES = ("ingest", "embed", "write")
+
+
 class ProgressBar:
     """A tqdm bar on stderr, one ``unit`` per source (a file indexed, a document's sentences
-    encoded), filled within one as it embeds (index.pipeline.Progress)."""
+    encoded), filled within one as it embeds (index.pipeline.Progress). An index run's bar holds
+    its files, then the unchanged documents whose sentence vectors it encodes after them."""
 
     def __init__(self, unit: str = "file"):
         self.unit, self.bar = unit, None
+        self.files = 0  # the run's files, counted before its "sentences" steps
 
     def __enter__(self) -> "ProgressBar":
         return self
@@ -30,20 +35,28 @@ class ProgressBar:
 
         if event.stage == "hash":
             return  # hashing is quick; the bar counts the files that are really read
+        if event.stage in FILE_STAGES:
+            self.files = event.total
+        before = self.files if event.stage == "sentences" else 0
         if self.bar is None:
-            if event.total == 0:
+            total = before + event.total + getattr(event, "later", 0)
+            if total == 0:
                 return
-            self.bar = tqdm(total=event.total, unit=self.unit, file=sys.stderr, dynamic_ncols=True,
+            self.bar = tqdm(total=total, unit=self.unit, file=sys.stderr, dynamic_ncols=True,
                             bar_format="{l_bar}{bar}| {n:.1f}/{total_fmt} " + self.unit
                                        + "s [{elapsed}<{remaining}]")
         if event.stage == "done":  # close() draws the last line, once
-            self.bar.n = event.total
+            self.bar.n = self.bar.total
             self.bar.set_description_str("done", refresh=False)
             return
         # Never backwards: "write" reports a file's start again (part 0) after its embedding.
-        self.bar.n = max(self.bar.n, min(event.done + event.part, event.total))
-        name = Path(event.path).name if event.path else ""
-        self.bar.set_description_str(f"{event.stage:<6} {name[:40]}".rstrip(), refresh=False)
+        self.bar.n = max(self.bar.n, min(before + event.done + event.part, self.bar.total))
+        name = Path(event.path).name[:40] if event.path else ""
+        if event.stage == "sentences":
+            label = f"encoding sentence vectors of {name} ({event.done + 1} of {event.total})"
+        else:
+            label = f"{event.stage:<6} {name}".rstrip()
+        self.bar.set_description_str(label, refresh=False)
         self.bar.refresh()
 
 

@@ -4,7 +4,9 @@
 modified (sha256 differs), unchanged, deleted (a manifest entry under one of
 the roots whose file is gone). ``run_index`` carries the plan out under the
 index lock. Only new and modified sources are read and embedded; unchanged
-ones cost one streamed sha256.
+ones cost one streamed sha256, and under the sentence grain an unchanged one
+whose sentence vectors the model in force lacks has them encoded from its
+stored chunks, after the files, so a finished run leaves the index complete.
 
 Consistency protocol, per source: mark the entry "pending" in the manifest
 (saved atomically) before touching Chroma, delete its old chunks, upsert the
@@ -21,9 +23,10 @@ unless ``rebuild`` is asked for: old and new chunks are never mixed.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -45,11 +48,14 @@ from ragloupe.models import Chunk, SourceDoc
 class Progress:
     """One step of a run, for a progress bar: ``done`` of ``total`` sources handled."""
 
-    stage: str  # "hash" | "ingest" | "embed" | "write" | "done"; encode_sentences: "sentences" | "done"
+    stage: str  # "hash" | "ingest" | "embed" | "write" | "sentences" | "done"; encode_sentences: "sentences" | "done"
     done: int
     total: int
     path: str = ""  # encode_sentences: the document's doc_id
     part: float = 0.0  # share of the current source done (the embedding goes in slices)
+    # run_index's file stages: the documents whose sentence vectors the run encodes after its files
+    # (unchanged ones that lack them; their "sentences" steps count from 0 of their own total)
+    later: int = 0
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -118,6 +124,11 @@ class IndexSummary:
     chunks_added: int = 0
     chunks_removed: int = 0
     errors: list[FileError] = field(default_factory=list)
+    # Unchanged documents whose sentence vectors for the model in force were missing (an index built
+    # before them, at weight 0, or before `ragloupe adapt` switched models): encoded and saved by this
+    # run; or left missing because the index folder cannot hold them (searches encode them in memory).
+    sentences_filled: list[str] = field(default_factory=list)
+    sentences_unsaved: list[str] = field(default_factory=list)
     review_findings: list[dict] = field(default_factory=list)  # non-blocking records findings
     # Documents of this run that went in without a single indexed page (a scan, a file whose
     # pages all failed): {"doc_id", "path", "pages", "reasons": {reason: pages}}.
@@ -261,23 +272,34 @@ def run_index(paths: Sequence[str | Path] | None, settings: Settings, rebuild: b
             summary.chunks_removed += _remove_document(manifest, store, doc_id)
             summary.deleted.append(doc_id)
         _note_untouched(the_plan, manifest, summary)
-        embedder = get_embedder(settings) if the_plan.to_ingest else None
-        if embedder is not None:  # refuse impossible chunk settings before any file is touched
+        to_fill = _lacking_sentences(manifest, the_plan, settings)
+        if to_fill and not _can_save_sentences(settings):
+            summary.sentences_unsaved, to_fill = [e.doc_id for e in to_fill], []
+        embedder = get_embedder(settings) if the_plan.to_ingest or to_fill else None
+        if the_plan.to_ingest:  # refuse impossible chunk settings before any file is touched
             content_budget(embedder.tokenizer, settings, embedder.max_seq_length)
             manifest.encoded_with = sorted(set(manifest.encoded_with) | {embedder.backend})
         total = len(the_plan.to_ingest)
+        # Every step of the files says how many documents' sentence vectors follow them, so a bar can
+        # share itself out from the start.
+        files_progress = (lambda step: progress(replace(step, later=len(to_fill)))) if progress else None
         for i, path in enumerate(the_plan.to_ingest):
-            if progress:
-                progress(Progress("ingest", i, total, path))
+            if files_progress:
+                files_progress(Progress("ingest", i, total, path))
             mark = time.perf_counter()
             doc = load_source(Path(path), settings)
             timings["ingest"] += time.perf_counter() - mark
             is_new = path in the_plan.new
             _index_document(doc, manifest, store, embedder, settings, summary, timings,
-                            is_new, progress, (i, total))
+                            is_new, files_progress, (i, total))
         manifest.save()
         store.set_content_marker(manifest.content_hash())
         save_for_searches(store, settings, save_derived, timings)
+        if to_fill:
+            mark = time.perf_counter()
+            summary.sentences_filled, summary.sentences_unsaved = _fill_sentences(
+                to_fill, store, embedder, settings, progress)
+            timings["fill_sentences"] += time.perf_counter() - mark
         _tally(manifest, summary)
         summary.chunks = store.count()
         if progress:
@@ -312,6 +334,45 @@ def save_for_searches(store: Store, settings: Settings, save_derived: SaveDerive
         mark = time.perf_counter()
         save_derived(store, settings)
         timings["derived"] += time.perf_counter() - mark
+
+
+def _lacking_sentences(manifest: Manifest, the_plan: IndexPlan, settings: Settings) -> list[DocumentEntry]:
+    """The complete documents the run does not re-read whose sentence vectors for the model in force
+    are not saved for their chunks (sentences.saved_for: a small .json read each); none at weight 0.
+    The run encodes them after its files, so that a finished run leaves the index complete."""
+    if settings.dense_sentence_weight <= 0:
+        return []
+    reread = set(the_plan.to_ingest)
+    return [entry for entry in sorted(manifest.complete(), key=lambda e: e.doc_id)
+            if entry.n_chunks and entry.path not in reread
+            and not sentences.saved_for(settings, entry.doc_id, entry.chunk_ids)]
+
+
+def _can_save_sentences(settings: Settings) -> bool:
+    """Whether the sentence vectors' folder for the model in force can be written: when it cannot,
+    the run leaves them to the searches (held in memory there) instead of encoding them for nothing."""
+    folder = sentences.model_dir(settings)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def _fill_sentences(entries: Sequence[DocumentEntry], store: Store, embedder, settings: Settings,
+                    progress: ProgressCallback | None) -> tuple[list[str], list[str]]:
+    """Encode and save the sentence vectors of these unchanged documents from their chunks in the
+    store, as a stage of the run's progress; returns the doc_ids saved and those that could not be."""
+    chunks_of = {entry.doc_id: store.get_chunks(entry.chunk_ids) for entry in entries}
+    unsaved: list[str] = []
+
+    def step(event: Progress) -> None:
+        if event.stage != "done":  # the run says "done" once, at its end
+            progress(event)
+
+    encode_sentences(chunks_of, embedder, settings, step if progress else None,
+                     unsaved=lambda doc_id, _vectors: unsaved.append(doc_id))
+    return [doc_id for doc_id in chunks_of if doc_id not in unsaved], unsaved
 
 
 def _rebuild_paths(paths: Sequence[str | Path] | None, manifest: Manifest,
@@ -589,6 +650,21 @@ def encoding_sentences_line(n_documents: int) -> str:
     return (f"encoding the sentence vectors of {n_documents} document{plural} (first search since "
             f"{'they were' if plural else 'it was'} indexed without them, or with another model; "
             "saved for the next searches)")
+
+
+def filled_sentences_line(summary: dict) -> str:
+    """What a finished index run says about the unchanged documents' sentence vectors it encoded, or
+    could not save (IndexSummary.as_dict()); "" when there were none."""
+    filled, unsaved = len(summary.get("sentences_filled", ())), len(summary.get("sentences_unsaved", ()))
+    if filled:
+        plural = "s" if filled != 1 else ""
+        return (f"encoded the sentence vectors of {filled} unchanged document{plural} "
+                f"(indexed without them, or with another model)")
+    if unsaved:
+        one = unsaved == 1
+        return (f"{unsaved} unchanged document{'' if one else 's'} {'lacks its' if one else 'lack their'} "
+                "sentence vectors and the index folder cannot hold them: searches encode them in memory")
+    return ""
 
 
 def encoded_sentences_line(encoded: SentencesEncoded) -> str:
