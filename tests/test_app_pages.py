@@ -600,6 +600,23 @@ def test_index_page_plans_then_runs_an_incremental_index(settings):
     assert [m.value for m in app.metric if m.label == "Unchanged"][0] == "1"
 
 
+def test_index_page_run_encodes_the_sentence_vectors_unchanged_documents_lack_and_says_so(settings):
+    from ragloupe.index.pipeline import run_index
+
+    raw = settings.path("raw_dir") / "valve_logs.csv"
+    raw.write_text(RECORDS_CSV, encoding="utf-8")
+    assert not run_index([raw], settings.replace(dense_sentence_weight=0)).errors  # none saved
+    app = run_page("index_manage")
+    button(app, "Run incremental re-index").click()
+    app.run()
+    assert_clean(app)
+    assert metric(app, "Unchanged") == "1"
+    assert [i.value for i in app.info] == ["Encoded the sentence vectors of 1 unchanged document (indexed without "
+                                           "them, or with another model)."]
+    assert "Sentences: dense blends each chunk's best sentence at 0.4; 1 of 1 documents have their sentence " \
+           "vectors saved" in [c.value for c in app.caption]
+
+
 def test_index_page_reports_a_bad_file_and_indexes_the_rest(settings):
     raw = settings.path("raw_dir")
     (raw / "valve_logs.csv").write_text(RECORDS_CSV, encoding="utf-8")
@@ -977,6 +994,43 @@ def test_index_job_progress_moves_while_the_files_are_planned_and_the_first_is_r
     assert 0 < fractions[0] < fractions[1] == pytest.approx(0.05)  # hashing moves the bar from the start
     assert fractions[3] == pytest.approx(0.05 + 0.95 * 0.3)  # reading the file counts before its embedding
     assert fractions == sorted(fractions)
+
+
+def test_index_job_shares_the_bar_with_the_unchanged_documents_whose_sentence_vectors_follow():
+    from ragloupe.index.pipeline import Progress
+    from ragloupe.ui.background import IndexJob
+
+    # One file to read, then two unchanged documents' sentence vectors: three equal shares after planning.
+    job, fractions, texts = IndexJob(None), [], []
+    for step in [Progress("ingest", 0, 1, "/raw/a.pdf", later=2), Progress("write", 0, 1, "/raw/a.pdf", later=2),
+                 Progress("sentences", 0, 2, "notes", part=0.0), Progress("sentences", 0, 2, "notes", part=0.5),
+                 Progress("sentences", 1, 2, "report", part=0.0), Progress("done", 1, 1)]:
+        job.update(step)
+        fractions.append(job.fraction)
+        texts.append(job.describe())
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions.count(1.0) == 1
+    assert fractions[1] == pytest.approx(0.05 + 0.95 * 0.9 / 3)  # the file written: not the whole bar
+    assert fractions[3] == pytest.approx(0.05 + 0.95 * 1.5 / 3)
+    assert texts[2].startswith("encoding sentence vectors of document 1 of 2 · notes · ")
+    assert texts[3].startswith("encoding sentence vectors of document 1 of 2 · notes · 50% of its sentences encoded · ")
+    assert texts[4].startswith("encoding sentence vectors of document 2 of 2 · report · ")
+
+
+def test_terminal_progress_bar_counts_the_files_then_the_documents_whose_sentence_vectors_follow(capsys):
+    from ragloupe.cli.progress import ProgressBar
+    from ragloupe.index.pipeline import Progress
+
+    shown = []
+    with ProgressBar() as bar:
+        for step in [Progress("ingest", 0, 1, "/raw/a.pdf", later=2), Progress("write", 0, 1, "/raw/a.pdf", later=2),
+                     Progress("sentences", 0, 2, "notes", part=0.5), Progress("sentences", 1, 2, "report"),
+                     Progress("done", 1, 1)]:
+            bar.update(step)
+            shown.append((bar.bar.n, bar.bar.total))
+    assert shown == [(0, 3), (0, 3), (1.5, 3), (2, 3), (3, 3)]
+    lines = [line.strip() for line in capsys.readouterr().err.replace("\r", "\n").split("\n") if line.strip()]
+    assert any(line.startswith("encoding sentence vectors of report (2 of 2)") for line in lines)
+    assert sum(line.startswith("done") for line in lines) == 1
 
 
 def test_terminal_progress_bar_never_goes_back_and_prints_its_last_line_once(capsys):

@@ -26,7 +26,8 @@ from ragloupe.ui.guard import app_message
 
 
 # How a run's bar is shared out: hashing the files (planning), then per file reading it (text, OCR,
-# tables: done when its embedding starts), embedding it (moves slice by slice) and writing it.
+# tables: done when its embedding starts), embedding it (moves slice by slice) and writing it; then
+# one file's share per unchanged document whose sentence vectors the run encodes after the files.
 PLANNING_SHARE = 0.05
 READ_SHARE, EMBED_SHARE = 0.3, 0.6
 
@@ -43,14 +44,17 @@ class IndexJob:
     done: int = 0
     total: int = 0
     fraction: float = 0.0  # of the whole run; never goes back
-    file_part: float = 0.0  # of the current file's embedding
+    file_part: float = 0.0  # of the current file's embedding (or document's sentences)
+    files: int = 0  # the run's files to read
+    later: int = 0  # the unchanged documents whose sentence vectors it encodes after them
     finished: bool = False
     error: str | None = None
     summary: object | None = None
 
     def update(self, step) -> None:
         """The indexer's progress callback: the planning share, then files done plus the share of the
-        current file (reading it, embedding it slice by slice, writing it), so the bar moves from the
+        current file (reading it, embedding it slice by slice, writing it), then the documents whose
+        sentence vectors are encoded after the files, each a file's share; so the bar moves from the
         start instead of sitting at 0% while the files are hashed and the first one is read."""
         if step.stage == "hash":
             self.stage = "planning"
@@ -62,29 +66,42 @@ class IndexJob:
         self.file_part = float(getattr(step, "part", 0.0) or 0.0)
         if step.stage == "done":
             self.fraction = 1.0
-        elif self.total:
-            within = {"ingest": 0.0, "embed": READ_SHARE + EMBED_SHARE * self.file_part,
-                      "write": READ_SHARE + EMBED_SHARE}.get(step.stage, 0.0)
-            files = (self.done + within) / self.total
-            self._advance(min(PLANNING_SHARE + (1 - PLANNING_SHARE) * files, 0.99))
+            return
+        within_file = {"ingest": 0.0, "embed": READ_SHARE + EMBED_SHARE * self.file_part,
+                       "write": READ_SHARE + EMBED_SHARE}
+        if step.stage in within_file:
+            self.files, self.later = self.total, int(getattr(step, "later", 0) or 0)
+            units, of = self.done + within_file[step.stage], self.total + self.later
+        elif step.stage == "sentences":
+            units, of = self.files + self.done + self.file_part, self.files + self.total
+        else:
+            return
+        if of:
+            self._advance(min(PLANNING_SHARE + (1 - PLANNING_SHARE) * units / of, 0.99))
 
     def _advance(self, fraction: float) -> None:
         self.fraction = max(self.fraction, fraction)  # never goes back
 
     def describe(self) -> str:
-        """'embed 2 of 3 · Grampian-2021-2022.pdf · 37% of this file · 1 min 10 s'."""
+        """'embed 2 of 3 · Grampian-2021-2022.pdf · 37% of this file · 1 min 10 s', or for an unchanged
+        document: 'encoding sentence vectors of document 1 of 4 · notes · 1 min 12 s'."""
         elapsed = time.monotonic() - self.started
         if self.finished:
             return f"finished in {_duration(elapsed)}"
         if not self.total:
             return f"{self.stage} · {_duration(elapsed)}"
-        words = {"ingest": "reading", "embed": "embedding", "write": "writing"}
-        parts = [f"{words.get(self.stage, self.stage)} file {min(self.done + 1, self.total)} "
-                 f"of {self.total}"]
+        position = f"{min(self.done + 1, self.total)} of {self.total}"
+        if self.stage == "sentences":
+            parts = [f"encoding sentence vectors of document {position}"]
+        else:
+            words = {"ingest": "reading", "embed": "embedding", "write": "writing"}
+            parts = [f"{words.get(self.stage, self.stage)} file {position}"]
         if self.path:
             parts.append(Path(self.path).name)
         if self.stage == "embed":
             parts.append(f"{self.file_part:.0%} of this file embedded")
+        elif self.stage == "sentences" and self.file_part:
+            parts.append(f"{self.file_part:.0%} of its sentences encoded")
         parts.append(_duration(elapsed))
         return " · ".join(parts)
 

@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable
 import streamlit as st
 
 from ragloupe.diagnostics.comparison import BUILT_IN_ENGINES, ENGINE_SCORE_NAMES
-from ragloupe.index.pipeline import encoded_sentences_line, encoding_sentences_line
+from ragloupe.index.pipeline import encoded_sentences_line, encoding_sentences_line, filled_sentences_line
 from ragloupe.models import Chunk, Hit
 from ragloupe.retrieve.modes import runs_dense
 from ragloupe.ui.table_view import show_chunk
@@ -149,6 +149,8 @@ def index_summary(summary) -> None:
                f"run; {summary.timings.get('total', 0):.1f} s"
                + (" (rebuilt from scratch)" if summary.rebuilt else "")
                + (f"; repaired: {', '.join(summary.repaired)}" if summary.repaired else ""))
+    if said := filled_sentences_line(summary.as_dict()):
+        (st.info if summary.sentences_filled else st.warning)(said[0].upper() + said[1:] + ".")
     if summary.errors:
         st.error(f"{len(summary.errors)} file(s) not indexed")
         st.dataframe([{"file": e.path, "document": e.doc_id, "reason": e.error}
