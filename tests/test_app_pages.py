@@ -643,7 +643,8 @@ def test_index_page_encodes_the_missing_sentence_vectors_on_request_and_says_so(
     assert not run_index([small_corpus], settings.replace(dense_sentence_weight=0)).errors
     app = run_page("index_manage")
     assert "Sentences: dense blends each chunk's best sentence at 0.4; 0 of 2 documents have their sentence " \
-           "vectors saved; the others' are encoded on their first search" in [c.value for c in app.caption]
+           "vectors saved; the others' are encoded by the next index run, or before the first search that " \
+           "reads them" in [c.value for c in app.caption]
     button(app, "Encode missing sentence vectors").click()
     app.run()
     assert_clean(app)

@@ -115,8 +115,8 @@ def test_status_says_how_many_documents_have_their_sentence_vectors(capsys, smal
     assert data["n_documents_with_sentences"] == 1
     assert {d["doc_id"]: d["sentence_vectors"] for d in data["documents"]} == {"notes": True, "report": False}
     assert main(["status"]) == 0
-    assert "1 of 2 documents have their sentence vectors saved; the others' are encoded on their first " \
-           "search" in capsys.readouterr().out
+    assert "1 of 2 documents have their sentence vectors saved; the others' are encoded by the next index " \
+           "run, or before the first search that reads them" in capsys.readouterr().out
 
 
 # ---- encoding the missing ones ahead of a search, with progress ----------------------------------

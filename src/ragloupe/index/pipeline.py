@@ -641,7 +641,8 @@ def sentences_line(data: dict) -> str:
     have, total = data["n_documents_with_sentences"], data["n_documents"]
     line = (f"dense blends each chunk's best sentence at {data['dense_sentence_weight']:g}; "
             f"{have} of {total} documents have their sentence vectors saved")
-    return line + ("" if have == total else "; the others' are encoded on their first search")
+    return line + ("" if have == total else "; the others' are encoded by the next index run, or "
+                                             "before the first search that reads them")
 
 
 def encoding_sentences_line(n_documents: int) -> str:
