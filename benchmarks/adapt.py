@@ -170,6 +170,15 @@ def variants_table(runs: dict, fams: dict[str, dict], baseline: str, p_key: str,
     return table
 
 
+def write_variants(path: Path, result: dict) -> None:
+    """Write a signal script's result (its "hit@1": a variants_table()) as JSON, then print each
+    variant's dense / default Hit@1 per family."""
+    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    for variant, families in result["hit@1"].items():
+        print(variant, " ".join(f"{f} {v['dense']['hit@1']:.3f}/{v['hybrid']['hit@1']:.3f}"
+                                for f, v in families.items()))
+
+
 def measured_before(base, fams: dict[str, dict], work: Path) -> dict:
     """The base index measured once per content and gold sets (kept under --work for the next run)."""
     from ragloupe.index.store import open_store

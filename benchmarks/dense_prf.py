@@ -18,7 +18,6 @@ ragloupe, because it measured lower (benchmarks/results/dense_prf.json).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
 bootstrap_environment()
 
 sys.path.insert(0, str(Path(__file__).parent))
-import adapt as bench  # noqa: E402  (its families, measure() and variants_table())
+import adapt as bench  # noqa: E402  (its families, measure(), variants_table(), write_variants())
 
 from ragloupe.retrieve import engines  # noqa: E402
 
@@ -75,9 +74,7 @@ def main() -> int:
               "index_dir": str(settings.path("index_dir")), "embedding_model": settings.embedding_model,
               "default": f"{settings.mode}, {settings.fusion}", "loadavg": [round(x, 2) for x in os.getloadavg()],
               "grid": "beta:m (0:0 is the shipped dense engine)", "hit@1": table}
-    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    for point, families in table.items():
-        print(point, " ".join(f"{f} {v['dense']['hit@1']:.3f}/{v['hybrid']['hit@1']:.3f}" for f, v in families.items()))
+    bench.write_variants(args.out, result)
     return 0
 
 

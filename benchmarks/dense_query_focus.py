@@ -22,7 +22,6 @@ script only: it is not a setting of ragloupe (benchmarks/results/dense_query_foc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -35,7 +34,7 @@ from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
 bootstrap_environment()
 
 sys.path.insert(0, str(Path(__file__).parent))
-import adapt as bench  # noqa: E402  (its families, measure() and variants_table())
+import adapt as bench  # noqa: E402  (its families, measure(), variants_table(), write_variants())
 
 from ragloupe.retrieve import engines  # noqa: E402
 
@@ -112,10 +111,7 @@ def main() -> int:
               "index_dir": str(settings.path("index_dir")), "embedding_model": settings.embedding_model,
               "default": f"{settings.mode}, {settings.fusion}, sentence weight {settings.dense_sentence_weight}",
               "loadavg": [round(x, 2) for x in os.getloadavg()], "hit@1": table}
-    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    for variant, families in table.items():
-        print(variant, " ".join(f"{f} {v['dense']['hit@1']:.3f}/{v['hybrid']['hit@1']:.3f}"
-                                for f, v in families.items()))
+    bench.write_variants(args.out, result)
     return 0
 
 

@@ -44,7 +44,7 @@ from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
 bootstrap_environment()
 
 sys.path.insert(0, str(Path(__file__).parent))
-import adapt as bench  # noqa: E402  (its families, measure() and variants_table())
+import adapt as bench  # noqa: E402  (its families, measure(), variants_table(), write_variants())
 
 from ragloupe.index.sentences import sentence_texts  # noqa: E402
 from ragloupe.retrieve import engines  # noqa: E402
@@ -186,10 +186,7 @@ def main() -> int:
               "default": f"{settings.mode}, {settings.fusion}", "chunks": len(index.ids),
               "sentences": index.n_sentences, "encode_seconds": getattr(index, "encode_seconds", None),
               "loadavg": [round(x, 2) for x in os.getloadavg()], "hit@1": table}
-    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    for variant, families in table.items():
-        print(variant, " ".join(f"{f} {v['dense']['hit@1']:.3f}/{v['hybrid']['hit@1']:.3f}"
-                                for f, v in families.items()))
+    bench.write_variants(args.out, result)
     return 0
 
 
