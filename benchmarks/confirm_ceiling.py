@@ -1,0 +1,66 @@
+"""How far fusing dense and BM25 could go on a confirmation set already scored, and where the default misses.
+
+    .venv/bin/python benchmarks/confirm_ceiling.py --set confirm7 [--label bundled]
+
+Reads benchmarks/results/<set>_<label>.json, written by benchmarks/confirm.py (each question's
+Hit@1 and reciprocal rank at 10 in the dense, bm25 and hybrid modes); searches nothing. Per
+question it notes which of dense alone, BM25 alone and the default rank the right page first,
+and writes to benchmarks/results/<set>_<label>_ceiling.json:
+
+- ``patterns``: how many questions have each (dense, bm25, default) Hit@1 pattern;
+- ``ceiling``: the share with the right page first in dense or in BM25, the Hit@1 a perfect
+  per-question choice between the two engines' first pages would reach;
+- ``neither``: how many have it first in neither engine;
+- ``default_misses_by_rank``: the default's misses by the rank of the first right page
+  (2, 3, 4-10, beyond 10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def rank_band(reciprocal_rank: float) -> str:
+    """The band of a miss's first right page, from its reciprocal rank at 10 (0: beyond 10)."""
+    if reciprocal_rank <= 0:
+        return ">10"
+    rank = round(1 / reciprocal_rank)
+    return str(rank) if rank <= 3 else "4-10"
+
+
+def ceiling(questions: dict) -> dict:
+    """confirm.py's per-question figures ({mode: {key: [hit@1, rr@10]}}) -> the counts above."""
+    keys = list(questions["hybrid"])
+    patterns, misses = Counter(), Counter()
+    for key in keys:
+        dense, bm25, default = (int(questions[mode][key][0]) for mode in ("dense", "bm25", "hybrid"))
+        patterns[f"dense {dense}, bm25 {bm25}, default {default}"] += 1
+        if not default:
+            misses[rank_band(questions["hybrid"][key][1])] += 1
+    either = sum(1 for k in keys if questions["dense"][k][0] or questions["bm25"][k][0])
+    return {"questions": len(keys), "patterns": dict(sorted(patterns.items())),
+            "ceiling": round(either / len(keys), 4), "neither": len(keys) - either,
+            "default_hit@1": round(sum(questions["hybrid"][k][0] for k in keys) / len(keys), 4),
+            "default_misses_by_rank": {band: misses[band] for band in ("2", "3", "4-10", ">10")}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", required=True, help="confirm2 ... confirm8")
+    parser.add_argument("--label", default="bundled")
+    args = parser.parse_args()
+    source = RESULTS / f"{args.set}_{args.label}.json"
+    result = {"command": f"python benchmarks/confirm_ceiling.py --set {args.set} --label {args.label}",
+              "from": source.name, **ceiling(json.loads(source.read_text(encoding="utf-8"))["questions"])}
+    out = RESULTS / f"{args.set}_{args.label}_ceiling.json"
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
