@@ -80,7 +80,8 @@ with page_errors():
         ranking = search(question, mode=mode, k=int(k), workspace=workspace,
                          filters={"doc_ids": list(chosen_docs)} if chosen_docs else None)
         hit_ids = [hit.chunk.chunk_id for hit in ranking.hits]
-        query_xy = projection.place(workspace.query_vector(question)[None, :])
+        # Where dense searched from: the question's embedding as the query adapter in force maps it.
+        query_xy = projection.place(workspace.dense_query_vector(question)[None, :])
         hits_xy = projection.place(store.get_embeddings(hit_ids)) if hit_ids else []
         marks["query"] = [{"x": float(query_xy[0][0]), "y": float(query_xy[0][1]),
                            "label": "query"}]
@@ -94,6 +95,7 @@ with page_errors():
         st.caption(f"{len(hit_ids)} hits ({mode}) ringed"
                    + (f"; {len(gold_ids)} gold chunks marked ◆ "
                       f"({', '.join(q.query_id for q in matched)})" if gold_ids else ""))
+        st.caption("The query ★ is placed where dense searches from: " + workspace.query_adapter()[1] + ".")
     points = map_points(projection)
     if COLOUR_BY[colour] in ("outcome", "failure code"):
         from ragloupe.diagnostics.run_map import colour_points, unit_outcomes

@@ -10,6 +10,7 @@ from ragloupe.ui.adapt_view import adapt_section
 from ragloupe.ui.cache import current_settings, get_workspace
 from ragloupe.ui.guard import app_message, page_errors
 from ragloupe.index.pipeline import clear_index, sentences_line
+from ragloupe.retrieve import query_adapter
 from ragloupe.ingest.uploads import UPLOAD_SUFFIXES, delete_source, raw_sources, save_upload
 from ragloupe.ui.widgets import encode_sentences_with_progress, flash, index_summary, show_flash
 from ragloupe.ui.attached_view import attach_section
@@ -91,6 +92,7 @@ with page_errors():
     cols[2].metric("Chunks", f"{current.n_chunks_store:,}")
     cols[3].metric("Refused files", len(current.refused))
     st.caption("Sentences: " + sentences_line(current.as_dict()))
+    st.caption("Question: dense searches with " + query_adapter.in_force(settings)[1])
     if current.dense_sentence_weight and current.n_documents_with_sentences < current.n_documents:
         if st.button("Encode missing sentence vectors", key="encode_sentences", disabled=bool(holder),
                      help="Encodes them now, with progress, instead of on the first search that needs them."):

@@ -167,6 +167,10 @@ class Settings:
     # at which the default measured at or above the chunk's own on every tuning family (0.5 lost one
     # whole-report question): benchmarks/sentence_dense.py -> benchmarks/results/sentence_dense.json.
     dense_sentence_weight: float = 0.4
+    # What the dense engine searches with: the question's embedding mapped by a linear query adapter
+    # learned from gold questions and their pages (retrieve/query_adapter.py). shipped: the one in the
+    # package (for the bundled model only) | off | the path of an adapter file.
+    query_adapter: str = "shipped"
     fusion: str = "minmax"  # rrf | minmax | learned
     # The learned fusion model (JSON, see retrieve/learned.py); empty = the one shipped in the package
     # (one model over report pages and records, trained on every tuning family).

@@ -128,6 +128,10 @@ def validate_value(name: str, kind: str, value: Any) -> Any:
                 re.compile(value)
             except re.error as exc:
                 raise BadValue(f"wants a regular expression ({exc})") from None
+        if name == "query_adapter":
+            value = value.lower() if value.lower() in ("shipped", "off") else value
+            if value not in ("shipped", "off") and not Path(value).expanduser().is_file():
+                raise BadValue("wants shipped, off or the path of a query adapter file (there is no such file)")
         if name == "collection" and not COLLECTION_NAME.fullmatch(value):
             raise BadValue("wants 3-63 letters, digits, - or _, starting and ending with a letter or digit")
     return value

@@ -46,7 +46,7 @@ from ragloupe.index import chunk_columns, derived_saved, lexical_saved, pipeline
 from ragloupe.index.chunk_columns import ChunkColumns, ids_of
 from ragloupe.index.embedder import get_embedder
 from ragloupe.index.store import open_store
-from ragloupe.retrieve import doc_periods, features, learned, registry, units
+from ragloupe.retrieve import doc_periods, features, learned, query_adapter, registry, units
 from ragloupe.retrieve.engines import ChunkTable
 
 QUERY_VECTORS = 1024  # an evaluation sweep asks the same 150 questions under many settings
@@ -74,6 +74,7 @@ class Workspace:
         self._sentences_ready: ContentCache = ContentCache()
         self._views: ContentCache = ContentCache()
         self._learned: ContentCache = ContentCache(size=1)
+        self._adapters: dict[tuple[str, str, int], tuple] = {}  # (choice, model, dim) -> in_force()
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
         self._engines_lock = threading.Lock()
@@ -359,6 +360,22 @@ class Workspace:
             while len(self._vectors) > QUERY_VECTORS:
                 self._vectors.popitem(last=False)
         return vector
+
+    def dense_query_vector(self, text: str, choice: str | None = None) -> np.ndarray:
+        """What the dense engine searches with: the question's embedding, mapped by the query adapter
+        ``choice`` names (default Settings.query_adapter) when it applies to the model in force."""
+        vector = self.query_vector(text)
+        adapter, _ = self.query_adapter(choice, len(vector))
+        return vector if adapter is None else adapter.apply(vector)
+
+    def query_adapter(self, choice: str | None = None, dim: int | None = None):
+        """(the QueryAdapter applied or None, why in a line) for ``choice`` under this workspace's
+        model, read once per choice (retrieve/query_adapter.in_force)."""
+        settings = self.settings if choice is None else self.settings.replace(query_adapter=choice)
+        key = (settings.query_adapter, settings.embedding_model, dim or 0)
+        if key not in self._adapters:
+            self._adapters[key] = query_adapter.in_force(settings, dim)
+        return self._adapters[key]
 
     def clear(self) -> None:
         """Forget everything built from the store's content (a benchmark releasing a large index)."""

@@ -159,8 +159,13 @@ def _count(values) -> dict[str, int]:
 # ---- status ----------------------------------------------------------------------
 def handle_status(args: argparse.Namespace) -> CommandResult:
     from ragloupe.index.pipeline import sentences_line, status
+    from ragloupe.retrieve import query_adapter
 
-    data = status(get_settings()).as_dict()
+    settings = get_settings()
+    data = status(settings).as_dict()
+    adapter, said = query_adapter.in_force(settings)
+    data["query_adapter"] = {"applied": adapter is not None, "source": adapter.source if adapter else None,
+                             "line": said}
     lines = [f"index:     {data['index_dir']} ({data['store']})",
              f"documents: {data['n_documents']}   pages: {data['n_pages']} "
              f"({data['n_pages_indexed']} indexed)   chunks: {data['n_chunks_store']}",
@@ -168,7 +173,8 @@ def handle_status(args: argparse.Namespace) -> CommandResult:
              f"settings:  fingerprint {data['settings_fingerprint'] or '-'}"
              f" (settings in force: {data['current_fingerprint']})",
              "encoded:   " + (", ".join(data["encoded_with"]) or "not recorded (indexed before it was)"),
-             "sentences: " + sentences_line(data)]
+             "sentences: " + sentences_line(data),
+             "question:  dense searches with " + said]
     lines.append(f"stale:     {data['stale']}: {COMMAND_LINE_WORDS[Action.REBUILD_INDEX]}, "
                  "or restore the previous settings" if data["stale"] else "stale:     no")
     if data["n_chunks_manifest"] != data["n_chunks_store"] or data["pending"]:

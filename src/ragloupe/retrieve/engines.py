@@ -97,7 +97,7 @@ class DenseEngine:
         with timed(scope.timings, "setup"):  # loads the model on the workspace's first call only
             workspace.embedder
         with timed(scope.timings, "query_embedding"):
-            embedding = workspace.query_vector(question.text)
+            embedding = workspace.dense_query_vector(question.text, scope.config.query_adapter)
         scope.shared["query_vector"] = embedding
         # The BM25 reads every chunk anyway: the dense hits are looked up in the same chunks.
         table = workspace.chunk_table() if "bm25" in scope.running else None

@@ -79,9 +79,11 @@ class EngineConfig:
     unit_bm25_b: float
     unit_dense: str
     dense_sentence_weight: float = 0.0
+    query_adapter: str = "off"  # what the dense engine maps the question with (retrieve/query_adapter.py)
 
     @classmethod
     def of(cls, settings) -> "EngineConfig":
         """The engine part of ``settings`` (a Settings)."""
         return cls(float(settings.bm25_k1), float(settings.bm25_b), settings.bm25_backend,
-                   float(settings.unit_bm25_b), settings.unit_dense, float(settings.dense_sentence_weight))
+                   float(settings.unit_bm25_b), settings.unit_dense, float(settings.dense_sentence_weight),
+                   settings.query_adapter)

@@ -1,0 +1,107 @@
+"""A linear map on the question's embedding, learned from gold questions and the pages that answer them.
+
+MiniLM embeds a question and the passage that answers it as two sentences of one kind; they are
+not ("How many dentist surgeries run independently?" against "91 independent dental practices
+..."). The adapter is a matrix W in the embedding model's space: the dense engine searches with
+W q / |W q| instead of the question's own vector q. The chunks and their sentences keep the
+vectors the index holds, so nothing is re-embedded and the adapter can be switched off at once.
+
+An adapter belongs to the model whose space it was trained in: for another model (one that
+`ragloupe adapt` adopted, a server's) it is not applied, and `ragloupe status` says why. The
+one shipped (query_adapter.npz beside this file) was trained by adapt/query_training.py on the
+shipped gold sets (benchmarks/query_adapter.py --ship); Settings.query_adapter chooses it, none
+("off") or a file of the user's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ragloupe.config import Settings
+from ragloupe.errors import SettingsInvalid
+
+SCHEMA = "ragloupe.query_adapter/1"
+SHIPPED = Path(__file__).with_name("query_adapter.npz")
+
+
+@dataclass(frozen=True)
+class QueryAdapter:
+    """W (dim x dim) and what it was trained on (``record``: the model, the gold sets, the loss)."""
+
+    matrix: np.ndarray
+    model: str  # Settings.embedding_model when it was trained: the space it maps
+    record: dict = field(default_factory=dict)
+    source: str = ""  # "shipped" or the file it was read from
+
+    def apply(self, vector: np.ndarray) -> np.ndarray:
+        """W v / |W v|, float32."""
+        mapped = self.matrix @ np.asarray(vector, dtype=np.float32)
+        return (mapped / np.linalg.norm(mapped)).astype(np.float32)
+
+
+def save(path: Path, matrix: np.ndarray, model: str, record: dict) -> None:
+    """Write an adapter file (npz: the matrix as float16, half the size and well within what a
+    cosine needs, and the record as JSON text), by rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = json.dumps({"schema": SCHEMA, "model": model, **record}, sort_keys=True)
+    scratch = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(scratch, matrix=np.asarray(matrix, dtype=np.float16), meta=np.array(meta))
+    scratch.replace(path)
+
+
+def read_file(path: Path, source: str = "") -> QueryAdapter:
+    """The adapter in ``path``; SettingsInvalid in one line when it is not an adapter file."""
+    reason = None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            matrix, meta = np.asarray(data["matrix"], dtype=np.float32), json.loads(str(data["meta"]))
+    except FileNotFoundError:
+        reason = "no such file"
+    except (OSError, ValueError, KeyError):  # not an npz, no matrix or meta, meta not JSON
+        reason = "not a query adapter file (an .npz holding a matrix and its record, docs/retrieval.md#the-query-adapter)"
+    else:
+        if meta.get("schema") != SCHEMA:
+            reason = f"not a query adapter file (schema {meta.get('schema')!r}, expected {SCHEMA})"
+        elif matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+            reason = f"its matrix is {matrix.shape}, not square"
+    if reason:
+        raise SettingsInvalid(f"RAGLOUPE_QUERY_ADAPTER={path}: {reason}")
+    record = {k: v for k, v in meta.items() if k not in ("schema", "model")}
+    return QueryAdapter(matrix, str(meta.get("model", "")), record, source or str(path))
+
+
+def configured(settings: Settings) -> QueryAdapter | None:
+    """The adapter Settings.query_adapter names (None: off), whatever model is in force."""
+    choice = settings.query_adapter
+    if choice == "off":
+        return None
+    if choice == "shipped":
+        return read_file(SHIPPED, "shipped")
+    return read_file(Path(choice).expanduser())
+
+
+def in_force(settings: Settings, dim: int | None = None) -> tuple[QueryAdapter | None, str]:
+    """The adapter the dense engine applies under ``settings`` (None when none is) and why, in a line.
+
+    ``dim``: the embedder's dimension when known; an adapter of another size is not applied."""
+    adapter = configured(settings)
+    if adapter is None:
+        return None, "the question's own embedding (RAGLOUPE_QUERY_ADAPTER=off)"
+    if adapter.model != settings.embedding_model:
+        return None, (f"the question's own embedding: the {adapter.source} query adapter maps "
+                      f"{_model_name(adapter.model)}'s space, not {_model_name(settings.embedding_model)}'s")
+    if dim is not None and adapter.matrix.shape[0] != dim:
+        return None, (f"the question's own embedding: the {adapter.source} query adapter is "
+                      f"{adapter.matrix.shape[0]}-dimensional, the model {dim}")
+    n = adapter.record.get("questions")
+    return adapter, (f"the question mapped by the {adapter.source} query adapter"
+                     + (f" (learned from {n:,} gold questions)" if isinstance(n, int) else ""))
+
+
+def _model_name(model: str) -> str:
+    """"all-MiniLM-L6-v2" for the bundled model or a path to it, a folder's name for another."""
+    return Path(model.removeprefix("bundled:")).name or model
