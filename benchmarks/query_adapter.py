@@ -1,6 +1,7 @@
 """A linear map on the question's embedding, learned from gold questions: tried as a signal past term overlap.
 
-    .venv/bin/python benchmarks/query_adapter.py [--variants none,lodo-r1,...] [--out PATH]
+    .venv/bin/python benchmarks/query_adapter.py [--variants none,lodo-r0.01,...] [--confirm confirm8] [--out PATH]
+    .venv/bin/python benchmarks/query_adapter.py --ship    # writes src/ragloupe/retrieve/query_adapter.npz
 
 On the benchmark index of benchmarks/adapt.py (the Grampian PDFs, natech/guidance.csv and the
 manuals, with sentence vectors). MiniLM embeds a question and the page that answers it as if
@@ -17,15 +18,19 @@ scored 0.6 by its own vector and 0.4 by its best sentence's, a unit by its best 
 units against every other unit of the document at temperature 0.05, plus ``r`` x |W - I|^2.
 
 Variants:
-- ``none``: the bundled model's question vector (the shipped engine);
+- ``none``: the bundled model's question vector (RAGLOUPE_QUERY_ADAPTER=off);
 - ``lodo-rR``: for a question of document d, W trained on the questions of every other document
   (leave one document out: the figures say what a user's new document would get);
 - ``all-rR``: one W trained on every document (in-sample on the tuning and retired sets; only the
   held-out families are out of sample, and only by question, not by document).
 
-Every family (tuning, held out, and each retired blind set as a family ``blindK``) is searched
-in dense and the default hybrid mode, each question in its own document, against ``none``:
-Hit@1 and MRR per family and the paired permutation p-value.
+Every family (tuning, held out, and each retired blind set as a family ``blindK``; with
+``--confirm``, the eighth blind set too) is searched in dense and the hybrid mode under the
+settings in force (RAGLOUPE_WEIGHT_DENSE ... apply), each question in its own document, against
+``none``: Hit@1 and MRR per family and the paired permutation p-value. ``--ship`` trains one W
+on every training question at the shipped ``r`` (adapt/query_training.REG) and writes the
+package's adapter file with its record. Training runs the dense score through torch; a matrix
+is kept under --cache per training data, variant and left-out document.
 """
 
 from __future__ import annotations
@@ -83,12 +88,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "benchmarks/results/query_adapter.json")
     parser.add_argument("--ship", action="store_true", help="train on every question the variants train "
                         f"on, at reg {QT.REG:g}, and write the adapter the package ships")
+    parser.add_argument("--confirm", choices=("confirm8",), help="also score this blind set (never trained on)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/query_adapter"),
                         help="where trained matrices are kept between runs")
     args = parser.parse_args()
     settings = get_settings(query_adapter="off")  # the variants below stand in for it
     workspace = Workspace.open(settings)
     fams = {**bench.families(), **retired_families()}
+    if args.confirm:  # scored, never trained on (only the tuning families are)
+        fams[args.confirm] = {"paths": sorted((BENCH / args.confirm).glob("*/*.json")), "tuning": False}
     training = {name: spec for name, spec in fams.items() if spec["tuning"]}
     questions = [q for spec in training.values() for path in spec["paths"] for q in load_goldset(path).queries]
     docs = {d: QT.doc_units(workspace, d) for d in sorted({q.doc_id for q in questions})}
@@ -137,7 +145,8 @@ def main() -> int:
         Workspace.dense_query_vector = SHIPPED_DENSE_VECTOR
         print(variant, record[variant]["seconds"], "s", file=sys.stderr, flush=True)
     result = {
-        "command": "benchmarks/query_adapter.py --variants " + args.variants,
+        "command": ("benchmarks/query_adapter.py --variants " + args.variants
+                    + (f" --confirm {args.confirm}" if args.confirm else "")),
         "trained_on": {"families": sorted(training), "questions": len(questions),
                        "per_document": {d: sum(q.doc_id == d for q in questions) for d in docs}},
         "loss": (f"softmax over the document's units at temperature {QT.TEMPERATURE}, {QT.STEPS} full-batch "

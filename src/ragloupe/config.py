@@ -156,10 +156,11 @@ class Settings:
     attached_timeout_s: float = 30.0
     mode: str = "hybrid"
     top_k: int = 10
-    # Fusion default: min-max 1.5:1, what `ragloupe tune`'s default rule selects (evaluate/tune_rule.py;
-    # benchmarks/tune_oof.py --parts families --space core -> benchmarks/results/tune_oof.json): the best
-    # configuration on the worst of seven gold-set families (paraphrased ones among them) and at least
-    # BM25 alone's Hit@1 on every family out-of-fold. Learned fusion over pages and records scores lower
+    # Fusion default: min-max 2:1. 1.5:1 was what `ragloupe tune`'s default rule selected with the question's
+    # own embedding (evaluate/tune_rule.py; benchmarks/tune_oof.py --parts families --space core); with the
+    # query adapter dense is the stronger engine, and 2:1 scored at or above 1.5:1 on 13 of the 14 families
+    # it was chosen on, each question's adapter trained without its document (benchmarks/query_adapter.py,
+    # benchmarks/results/query_adapter_weights.json). Learned fusion over pages and records scores lower
     # on the paraphrased families and on Natech, so it is a mode to pick, not the default.
     candidate_window: int = 100  # each engine's list length before fusion
     # Dense scores a chunk by (1 - w) x its own embedding's cosine + w x its best sentence's (each
@@ -179,7 +180,7 @@ class Settings:
     # the user's own that knows pages only, say); the Ranking names it (fused_by, fusion_fallback).
     learned_fallback: str = "minmax"  # rrf | minmax
     rrf_k: int = 60
-    weight_dense: float = 1.5
+    weight_dense: float = 2.0
     weight_bm25: float = 1.0
     bm25_k1: float = 1.5
     bm25_b: float = 0.75

@@ -162,11 +162,11 @@ def core_space(settings: Settings, off: dict) -> list[Config]:
     configs = [Config.of("bm25", settings, **{**off, "bm25_k1": 0.9, "bm25_b": 0.4}),
                Config.of("hybrid", settings, **hybrid, fusion="rrf", rrf_k=60, weight_dense=1, weight_bm25=1)]
     configs += [Config.of("hybrid", settings, **hybrid, fusion="minmax", weight_dense=wd, weight_bm25=wb)
-                for wd, wb in ((1.5, 1), (1, 1), (1, 2))]
+                for wd, wb in ((2, 1), (1.5, 1), (1, 1), (1, 2))]
     # Dense by the chunk's own embedding alone and blended with its best sentence's (index/sentences.py).
     for weight in (0.0, 0.4):
         configs.append(Config.of("dense", settings, **off, dense_sentence_weight=weight))
-        configs.append(Config.of("hybrid", settings, **hybrid, fusion="minmax", weight_dense=1.5, weight_bm25=1,
+        configs.append(Config.of("hybrid", settings, **hybrid, fusion="minmax", weight_dense=2, weight_bm25=1,
                                  dense_sentence_weight=weight))
     learned = {**hybrid, "fusion": "learned", "query_analysis": True}
     # Learned fusion is trained inside every fold: the settings in force stand for it when they use it.
