@@ -96,7 +96,9 @@ def main() -> int:
     workspace = Workspace.open(settings)
     fams = {**bench.families(), **retired_families()}
     if args.confirm:  # scored, never trained on (only the tuning families are)
-        fams[args.confirm] = {"paths": sorted((BENCH / args.confirm).glob("*/*.json")), "tuning": False}
+        for part in ("grampian", "manuals", "natech"):
+            fams[f"{args.confirm}-{part}"] = {"paths": sorted((BENCH / args.confirm / part).glob("*.json")),
+                                              "tuning": False}
     training = {name: spec for name, spec in fams.items() if spec["tuning"]}
     questions = [q for spec in training.values() for path in spec["paths"] for q in load_goldset(path).queries]
     docs = {d: QT.doc_units(workspace, d) for d in sorted({q.doc_id for q in questions})}
