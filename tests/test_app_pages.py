@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -21,6 +22,7 @@ from app_pages import PAGES, TIMEOUT, assert_clean, run_page
 
 from ragloupe.config import PROJECT_ROOT, Settings
 from ragloupe.ingest.uploads import sanitise_filename, save_upload
+from ragloupe.retrieve import query_adapter
 from ragloupe.ui.navigation import PAGES as NAVIGATION
 from ragloupe.ui.navigation import page_file
 from ragloupe.ui.text import highlight_html, md_escape, query_terms
@@ -615,6 +617,12 @@ def test_index_page_run_encodes_the_sentence_vectors_unchanged_documents_lack_an
                                            "them, or with another model)."]
     assert "Sentences: dense blends each chunk's best sentence at 0.4; 1 of 1 documents have their sentence " \
            "vectors saved" in [c.value for c in app.caption]
+    # what dense searches with: the shipped adapter, with the count of questions its own record holds
+    adapter_file = Path(query_adapter.__file__).with_name("query_adapter.npz")
+    with np.load(adapter_file, allow_pickle=False) as data:
+        learned_from = json.loads(str(data["meta"]))["questions"]
+    assert (f"Question: dense searches with the question mapped by the shipped query adapter (learned from "
+            f"{learned_from:,} gold questions)") in [c.value for c in app.caption]
 
 
 def test_index_page_reports_a_bad_file_and_indexes_the_rest(settings):

@@ -502,6 +502,8 @@ def _walk_the_flows(page, url: str, dirs: dict[str, Path], demo_index, workspace
     page.get_by_role("button", name="Show on the map").click()
     page.get_by_role("heading", name="Embeddings").wait_for()
     page.get_by_text("hits (hybrid) ringed").wait_for()
+    page.get_by_text("The query ★ is placed where dense searches from: the question mapped by the shipped "
+                     "query adapter").wait_for()
     _settle(page)
     # Coloured by document: the legend names each of the demo's documents, each in a colour of its own.
     traces = page.evaluate("""() => document.querySelector('.js-plotly-plot').data.map(
