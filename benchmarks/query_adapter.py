@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/query_adapter.py [--variants none,lodo-r0.01,...] [--confirm confirm8] [--out PATH]
     .venv/bin/python benchmarks/query_adapter.py --ship    # writes src/ragloupe/retrieve/query_adapter.npz
+    .venv/bin/python benchmarks/query_adapter.py --summary RUN.json ... --out SUMMARY.json  # no search
 
 On the benchmark index of benchmarks/adapt.py (the Grampian PDFs, natech/guidance.csv and the
 manuals, with sentence vectors). MiniLM embeds a question and the page that answers it as if
@@ -82,6 +83,28 @@ def trained(parts, variant: str, leave_out: str | None, cache: Path) -> np.ndarr
     return matrix
 
 
+def summary(paths: list[Path], baseline: Path) -> dict:
+    """From runs of this script (no search): per run and variant, in each mode, the questions gained
+    against ``baseline``'s ``none`` over the families trained on and over the held-out ones, and
+    the worst family's change (what docs/retrieval.md's tables say)."""
+    base = json.loads(baseline.read_text(encoding="utf-8"))["hit@1"]["none"]
+    trained_on = [f for f in base if not f.endswith("holdout")]
+    out = {"baseline": f"{baseline.name}: none", "runs": {}}
+    for path in paths:
+        run = json.loads(path.read_text(encoding="utf-8"))
+        out["runs"][path.name] = {"weight_dense": run["settings"]["weight_dense"], "variants": {}}
+        for variant, fams in run["hit@1"].items():
+            row = {}
+            for mode in ("dense", "hybrid"):
+                gained = {f: round((fams[f][mode]["hit@1"] - base[f][mode]["hit@1"]) * fams[f][mode]["n"])
+                          for f in base}
+                row[mode] = {"gained_trained_on": sum(gained[f] for f in trained_on),
+                             "worst_trained_on": min(gained[f] for f in trained_on),
+                             "gained_held_out": {f: v for f, v in gained.items() if f not in trained_on}}
+            out["runs"][path.name]["variants"][variant] = row
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", default="none,lodo-r0.1,lodo-r0.01")
@@ -91,7 +114,18 @@ def main() -> int:
     parser.add_argument("--confirm", choices=("confirm8",), help="also score this blind set (never trained on)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/query_adapter"),
                         help="where trained matrices are kept between runs")
+    parser.add_argument("--summary", nargs="+", type=Path, metavar="JSON",
+                        help="search nothing: summarise these runs against the first one's none")
     args = parser.parse_args()
+    if args.summary:
+        result = summary(args.summary, args.summary[0])
+        args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        for name, run in result["runs"].items():
+            for variant, row in run["variants"].items():
+                print(f"{name} {variant}: " + "  ".join(
+                    f"{mode} {r['gained_trained_on']:+d} (worst {r['worst_trained_on']:+d}), held out "
+                    + ",".join(f"{v:+d}" for v in r["gained_held_out"].values()) for mode, r in row.items()))
+        return 0
     settings = get_settings(query_adapter="off")  # the variants below stand in for it
     workspace = Workspace.open(settings)
     fams = {**bench.families(), **retired_families()}
