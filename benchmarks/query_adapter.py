@@ -154,6 +154,7 @@ def main() -> int:
             "questions": len(questions), "gold_sets": files, "reg": QT.REG, "steps": QT.STEPS,
             "temperature": QT.TEMPERATURE, "learning_rate": QT.LEARNING_RATE,
             "sentence_weight": SENTENCE_WEIGHT, "trained_by": "python benchmarks/query_adapter.py --ship",
+            "question_digests": sorted({query_adapter.question_digest(q.question) for q in questions}),
             "never_read": "the held-out gold sets (*.holdout.json, natech/guidance2) and the eighth blind set"})
         print(query_adapter.SHIPPED)
         return 0

@@ -146,3 +146,23 @@ def test_training_widens_the_gold_records_lead_and_a_strong_pull_to_the_identity
     assert gold_lead(trained) > before + 0.01
     held = query_training.train(parts, 0.4, reg=1000.0, steps=60)
     assert np.linalg.norm(held - np.eye(384)) < 0.05 * np.linalg.norm(trained - np.eye(384))
+
+
+def test_a_report_on_questions_the_adapter_learned_from_says_they_are_in_sample():
+    from ragloupe.config import PROJECT_ROOT
+    from ragloupe.evaluate.coverage_sources import adapter_in_sample
+    from ragloupe.evaluate.goldset import load_goldset
+
+    learned = load_goldset(PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json")  # a tuning set
+    unseen = load_goldset(PROJECT_ROOT / "data/benchmarks/natech/guidance2.gold.json")  # held out
+    n = len(json.loads((PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json").read_text())["queries"])
+    settings = Settings.from_env()
+
+    said = adapter_in_sample(settings, "hybrid", [learned, unseen])
+    assert said["learned_from"] == n and said["questions"] == n + len(unseen.queries)
+    assert said["warning"] == (f"{n} of these {n + len(unseen.queries)} questions are among those the shipped "
+                               "query adapter learned from: dense and the default score them in-sample, higher "
+                               "than a new question would be (RAGLOUPE_QUERY_ADAPTER=off scores them without it)")
+    assert adapter_in_sample(settings, "hybrid", [unseen])["warning"] == ""
+    assert adapter_in_sample(settings, "bm25", [learned])["learned_from"] == 0  # no dense, no adapter
+    assert adapter_in_sample(settings.replace(query_adapter="off"), "hybrid", [learned])["warning"] == ""

@@ -60,7 +60,29 @@ def coverage_report(goldsets: Sequence[GoldSet], settings: Settings, store, mode
     """The coverage section of a run or tuning report; ``mode`` adds the model in force under it."""
     layouts = document_layouts(settings, (q.doc_id for g in goldsets for q in g.queries), store)
     in_force = model_in_force(settings, mode, goldsets) if mode else []
-    return _rounded(C.audit(goldsets, layouts, [*in_force, *models]))
+    report = C.audit(goldsets, layouts, [*in_force, *models])
+    report["query_adapter"] = adapter_in_sample(settings, mode, goldsets)
+    if report["query_adapter"]["warning"]:
+        report["warnings"].append(report["query_adapter"]["warning"])
+    return _rounded(report)
+
+
+def adapter_in_sample(settings: Settings, mode: str | None, goldsets: Sequence[GoldSet]) -> dict:
+    """How many of the gold questions the query adapter dense searches with learned from (none
+    when ``mode`` runs no dense engine of ours): their figures are in-sample, and say so."""
+    from ragloupe.retrieve import query_adapter
+    from ragloupe.retrieve.modes import runs_dense
+
+    questions = [q.question for g in goldsets for q in g.queries]
+    adapter = query_adapter.in_force(settings)[0] if mode and runs_dense([mode]) else None
+    n = query_adapter.learned_from(adapter, questions) if adapter else 0
+    warning = ""
+    if n:
+        warning = (f"{n} of these {len(questions)} questions are among those the {adapter.source} query adapter "
+                   "learned from: dense and the default score them in-sample, higher than a new question "
+                   "would be (RAGLOUPE_QUERY_ADAPTER=off scores them without it)")
+    return {"source": adapter.source if adapter else None, "learned_from": n, "questions": len(questions),
+            "warning": warning}
 
 
 def _rounded(value: Any) -> Any:

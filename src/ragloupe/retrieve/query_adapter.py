@@ -15,9 +15,11 @@ shipped gold sets (benchmarks/query_adapter.py --ship); Settings.query_adapter c
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -72,6 +74,18 @@ def read_file(path: Path, source: str = "") -> QueryAdapter:
         raise SettingsInvalid(f"RAGLOUPE_QUERY_ADAPTER={path}: {reason}")
     record = {k: v for k, v in meta.items() if k not in ("schema", "model")}
     return QueryAdapter(matrix, str(meta.get("model", "")), record, source or str(path))
+
+
+def question_digest(text: str) -> str:
+    """What an adapter's record keeps of each question it learned from: enough to tell a gold
+    question it read (whatever file it sits in) from one it did not, not the question itself."""
+    return hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:16]
+
+
+def learned_from(adapter: QueryAdapter, questions: Iterable[str]) -> int:
+    """How many of ``questions`` the adapter learned from (its record's question digests)."""
+    seen = set(adapter.record.get("question_digests", ()))
+    return sum(question_digest(q) in seen for q in questions)
 
 
 def configured(settings: Settings) -> QueryAdapter | None:
