@@ -95,7 +95,7 @@ def test_export_is_cached_under_models_dir(models_dir, embedder):
     get_embedder(Settings.from_env(models_dir=models_dir, embedding_backend="onnx-int8"))
     (exported,) = (models_dir / "onnx").iterdir()
 
-    assert sorted(p.name for p in exported.iterdir()) == ["model-int8.onnx", "model.onnx"]
+    assert sorted(p.name for p in exported.iterdir()) == ["export.lock", "model-int8.onnx", "model.onnx"]
     assert exported == onnx_encoder.cache_dir(models_dir, resolve_model_path(BUNDLED_MODEL))
 
 

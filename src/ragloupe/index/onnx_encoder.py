@@ -14,8 +14,9 @@ downloaded) and cached under ``<models_dir>/onnx/<model>-<key>/``, the key
 changing with the model's path and files and the versions of the
 libraries that write and read the export (torch, transformers, onnx,
 onnxruntime). It is written to a staging file and renamed
-into place, so two processes exporting at once, or an export killed half-way,
-never leave a file that looks complete. Tokenisation, pooling (mean or CLS,
+into place, so an export killed half-way never leaves a file that looks complete;
+a second process that wants it meanwhile waits on a lock file in its folder and
+opens the first one's export instead of exporting again. Tokenisation, pooling (mean or CLS,
 as the model's own Pooling module says) and L2 normalisation are done here
 the way sentence-transformers does them.
 
@@ -28,14 +29,16 @@ Both give the same vectors (tests/test_onnx_light.py).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import inspect
 import os
 import re
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -135,13 +138,14 @@ def load(model: Any, model_path: str, backend: str, models_dir: Path, threads: i
     target = _checked_target(model_path, backend, models_dir)
     float_path, int8_path = target / "model.onnx", target / "model-int8.onnx"
     try:
-        if not float_path.is_file():
-            _export(model, float_path)
-        path = float_path
-        if backend == "onnx-int8":
-            if not int8_path.is_file():
-                _quantise(float_path, int8_path)
-            path = int8_path
+        with _exporting(target):  # a second process waits for the first's export instead of repeating it
+            if not float_path.is_file():
+                _export(model, float_path)
+            path = float_path
+            if backend == "onnx-int8":
+                if not int8_path.is_file():
+                    _quantise(float_path, int8_path)
+                path = int8_path
         session = open_session(path, threads)
     except Exception as exc:  # the exporter and onnxruntime raise their own types; all mean "cannot"
         raise OnnxUnavailable(f"the {backend} embedding backend could not be prepared "
@@ -154,6 +158,19 @@ def load(model: Any, model_path: str, backend: str, models_dir: Path, threads: i
 
     return OnnxEncoder(session=session, features=features, max_seq_length=length, pooling=pooling_mode(model),
                        path=path)
+
+
+@contextmanager
+def _exporting(target: Path) -> Iterator[None]:
+    """Held while one process exports into ``target`` (an flock on its export.lock, released when
+    the process ends however it ends); the files still go into place by rename."""
+    target.mkdir(parents=True, exist_ok=True)
+    with open(target / "export.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def open_saved(model_path: str, backend: str, models_dir: Path, threads: int = 0) -> OnnxEncoder | None:
