@@ -166,3 +166,16 @@ def test_a_report_on_questions_the_adapter_learned_from_says_they_are_in_sample(
     assert adapter_in_sample(settings, "hybrid", [unseen])["warning"] == ""
     assert adapter_in_sample(settings, "bm25", [learned])["learned_from"] == 0  # no dense, no adapter
     assert adapter_in_sample(settings.replace(query_adapter="off"), "hybrid", [learned])["warning"] == ""
+
+
+def test_the_eval_commands_coverage_lines_say_in_sample_apart_from_the_coverage_warnings():
+    from ragloupe.evaluate.coverage_text import render_lines
+
+    said = ("19 of these 19 questions are among those the shipped query adapter learned from: dense and the "
+            "default score them in-sample, higher than a new question would be (RAGLOUPE_QUERY_ADAPTER=off "
+            "scores them without it)")
+    coverage = {"goldsets": [], "pooled": {}, "warnings": ["a coverage finding"],
+                "query_adapter": {"warning": said}}
+    lines = render_lines(coverage)
+    assert lines[-2:] == ["  warning: a coverage finding", f"  in-sample: {said}"]
+    assert render_lines({**coverage, "query_adapter": {"warning": ""}})[-1] == "  warning: a coverage finding"

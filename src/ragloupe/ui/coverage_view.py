@@ -16,6 +16,7 @@ import streamlit as st
 
 from ragloupe.config import Settings
 from ragloupe.evaluate.coverage_text import percent
+from ragloupe.ui.text import md_escape
 
 SECTIONS_SHOWN = 8
 
@@ -71,6 +72,8 @@ def position_chart(coverage: Mapping, height: int = 300) -> go.Figure:
 
 def show_coverage(coverage: Mapping) -> None:
     """Lay out one coverage audit: warnings as plain text, the position chart and the tables."""
+    if in_sample := (coverage.get("query_adapter") or {}).get("warning"):
+        st.warning(md_escape(in_sample[0].upper() + in_sample[1:] + "."))
     if coverage["warnings"]:
         st.warning("The gold sets do not cover their documents evenly: figures measured on them hold for "
                    "the parts they cover. What the audit found:")
