@@ -160,7 +160,7 @@ class Settings:
     # own embedding (evaluate/tune_rule.py; benchmarks/tune_oof.py --parts families --space core); with the
     # query adapter dense is the stronger engine, and 2:1 scored at or above 1.5:1 on 13 of the 14 families
     # it was chosen on, each question's adapter trained without its document (benchmarks/query_adapter.py,
-    # benchmarks/results/query_adapter_weights.json). Learned fusion over pages and records scores lower
+    # benchmarks/results/query_adapter_wd2.json against query_adapter.json). Learned fusion over pages and records scores lower
     # on the paraphrased families and on Natech, so it is a mode to pick, not the default.
     candidate_window: int = 100  # each engine's list length before fusion
     # Dense scores a chunk by (1 - w) x its own embedding's cosine + w x its best sentence's (each
