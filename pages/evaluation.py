@@ -68,6 +68,8 @@ with page_errors():
                                     for name, px in fitted_columns(metrics).items()})
         # The coverage caveat sits beside the Hit@1 it qualifies, above the charts.
         from ragloupe.evaluate.coverage_sources import coverage_report
+        from ragloupe.retrieve.modes import runs_dense
+        from ragloupe.ui.coverage_view import show_in_sample
 
         covered, _ = load_goldsets(paths[name] for name in chosen)
         audit = coverage_report(covered, settings, get_store(settings), settings.mode) if covered else {}
@@ -75,8 +77,8 @@ with page_errors():
         if caveats:  # one caveat a line: run together, one's "(expected 30%)" read into the next
             st.warning(md_escape("These figures hold for the parts of the documents the gold sets cover:")
                        + "".join(f"\n- {md_escape(caveat)}" for caveat in caveats))
-        if in_sample := (audit.get("query_adapter") or {}).get("warning"):
-            st.warning(md_escape(in_sample[0].upper() + in_sample[1:] + "."))
+        if audit and runs_dense(run.data["mode"] for run in runs):  # the adapter maps dense's question
+            show_in_sample(audit)
         if len(runs) >= 2:  # the significance test on the run's own screen, not only under Past runs
             paired = compare(runs[0], runs[1])
             st.subheader(md_escape(f"Is the difference real? {runs[1].data['mode']} against {runs[0].data['mode']}"))

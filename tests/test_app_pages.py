@@ -753,6 +753,20 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env, workspace_of):
         assert longest >= len("0.000 [0.000, 0.000]") and widths[name] >= 8 * longest + 16, (name, widths)
     # The paired significance test of the two runs is on the run's own screen, before any Compare click.
     assert any(h.value.startswith("Is the difference real?") for h in app.subheader)
+    # The dense run searched with the shipped query adapter: the page says how many of these questions
+    # it learned from (its record keeps a SHA-256 prefix of each question, lower-cased, spaces collapsed).
+    import hashlib
+
+    with np.load(Path(query_adapter.__file__).with_name("query_adapter.npz"), allow_pickle=False) as data:
+        digests = set(json.loads(str(data["meta"]))["question_digests"])
+    questions = [q["question"] for q in json.loads(goldset.read_text(encoding="utf-8"))["queries"]]
+    learned = sum(hashlib.sha256(" ".join(q.lower().split()).encode()).hexdigest()[:16] in digests
+                  for q in questions)
+    notes = [w.value for w in app.warning if "query adapter learned from" in w.value]
+    assert notes == ([md_escape(f"{learned} of these {len(questions)} questions are among those the shipped query "
+                                "adapter learned from: dense and the default score them in-sample, higher than a new "
+                                "question would be (RAGLOUPE_QUERY_ADAPTER=off scores them without it).")]
+                     if learned else [])
     paired = next(d.value for d in app.dataframe if "p" in d.value.columns)
     assert all(re.fullmatch(r"p (< 0\.001|= [01]\.\d{3})", p) for p in paired["p"]), list(paired["p"])
 
@@ -1073,6 +1087,8 @@ def test_evaluation_says_its_coverage_caveat_right_under_the_figures_it_qualifie
     assert type(caveat).__name__ == "Warning"
     assert caveat.value.startswith("These figures hold for the parts of the documents the gold sets cover")
     assert "first three tenths" in caveat.value
+    # a BM25 run is not searched with the query adapter: no in-sample note, though it learned from them
+    assert not [w for w in app.warning if "query adapter learned from" in w.value]
     # Each caveat a line of its own, as the coverage audit words it (run together, they read as one).
     from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
     from ragloupe.evaluate.coverage_sources import coverage_report

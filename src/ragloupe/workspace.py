@@ -371,9 +371,11 @@ class Workspace:
     def query_adapter(self, choice: str | None = None, dim: int | None = None):
         """(the QueryAdapter applied or None, why in a line) for ``choice`` under this workspace's
         model, read once per choice (retrieve/query_adapter.in_force)."""
-        settings = self.settings if choice is None else self.settings.replace(query_adapter=choice)
-        key = (settings.query_adapter, settings.embedding_model, dim or 0)
-        if key not in self._adapters:
+        choice = self.settings.query_adapter if choice is None else choice
+        key = (choice, self.settings.embedding_model, dim or 0)
+        if key not in self._adapters:  # every search asks: settings are checked on the first only
+            settings = (self.settings if choice == self.settings.query_adapter
+                        else self.settings.replace(query_adapter=choice))
             self._adapters[key] = query_adapter.in_force(settings, dim)
         return self._adapters[key]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -56,7 +57,18 @@ def save(path: Path, matrix: np.ndarray, model: str, record: dict) -> None:
 
 
 def read_file(path: Path, source: str = "") -> QueryAdapter:
-    """The adapter in ``path``; SettingsInvalid in one line when it is not an adapter file."""
+    """The adapter in ``path``; SettingsInvalid in one line when it is not an adapter file. Read
+    once per file content (its size and modification time): status lines and reports ask often."""
+    try:
+        stat = path.stat()
+    except OSError:
+        raise SettingsInvalid(f"RAGLOUPE_QUERY_ADAPTER={path}: no such file") from None
+    return _read(str(path), stat.st_size, stat.st_mtime_ns, source)
+
+
+@lru_cache(maxsize=8)
+def _read(name: str, size: int, mtime_ns: int, source: str) -> QueryAdapter:
+    path = Path(name)
     reason = None
     try:
         with np.load(path, allow_pickle=False) as data:

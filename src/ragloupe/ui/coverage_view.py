@@ -70,10 +70,16 @@ def position_chart(coverage: Mapping, height: int = 300) -> go.Figure:
     return figure
 
 
-def show_coverage(coverage: Mapping) -> None:
-    """Lay out one coverage audit: warnings as plain text, the position chart and the tables."""
+def show_in_sample(coverage: Mapping) -> None:
+    """The audit's note that the query adapter learned from these questions, when it did: shown by
+    the run and tuning results it qualifies."""
     if in_sample := (coverage.get("query_adapter") or {}).get("warning"):
         st.warning(md_escape(in_sample[0].upper() + in_sample[1:] + "."))
+
+
+def show_coverage(coverage: Mapping) -> None:
+    """Lay out one coverage audit: warnings as plain text, the position chart and the tables (the
+    in-sample note stands beside the figures it qualifies: show_in_sample)."""
     if coverage["warnings"]:
         st.warning("The gold sets do not cover their documents evenly: figures measured on them hold for "
                    "the parts they cover. What the audit found:")

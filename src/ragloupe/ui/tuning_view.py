@@ -19,6 +19,7 @@ import streamlit as st
 
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
+from ragloupe.ui.coverage_view import show_in_sample
 from ragloupe.ui.guard import app_message
 from ragloupe.ui.widgets import encode_sentences_with_progress
 
@@ -140,6 +141,8 @@ def show_report(report) -> None:
     if data["replay_check"]["mismatches"]:
         st.warning("The replay differed from search() on: " + ", ".join(data["replay_check"]["mismatches"]))
     coverage = data.get("coverage")  # tuning reports written before the coverage audit have none
+    if coverage:  # a tune over questions the query adapter learned from reads them in-sample
+        show_in_sample(coverage)
     if coverage and coverage["warnings"]:
         st.warning("The gold sets tuned on do not cover their documents evenly (the Gold-set coverage "
                    "section above explains the audit):")
