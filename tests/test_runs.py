@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from llm_server import FakeLlmServer, chat_reply, prompt_of
-from ragloupe.errors import RunNotFound
+from ragloupe.errors import NothingToScore, RunNotFound
 from ragloupe.evaluate.compare import compare
 from ragloupe.evaluate.goldset import load_goldset
 from ragloupe.evaluate.runs import canonical_json, evaluate, list_runs, load_run
@@ -65,11 +65,30 @@ def test_repeated_run_gives_byte_identical_report_apart_from_timings(hybrid_run,
     assert canonical_json(hybrid_run.data) == canonical_json(again.data)
 
 
-def test_gold_document_missing_from_index_is_fp1_and_a_finding(hybrid_run):
-    missing = _by_id(hybrid_run)["Q_2019_FIN_01"]
-    assert missing["failure"]["code"] == "FP1"
-    assert missing["first_relevant_rank"] is None
+def test_question_about_a_document_not_in_the_index_is_not_scored_and_the_report_says_so(hybrid_run):
+    # Grampian-2018-2019 is not in the demo index: no ranking of it could find page 3, so the
+    # question is neither a 0 in the figures nor an FP1, and the report names it.
+    assert "Q_2019_FIN_01" not in _by_id(hybrid_run)
+    assert hybrid_run.data["n_queries"] == 2
+    assert hybrid_run.aggregates["hit@1"]["n"] == 2
+    assert sum(hybrid_run.data["failures"]["counts"].values()) == 2
+    section = hybrid_run.data["not_indexed"]
+    assert section["text"] == ("1 of 3 questions asks about a document not in this index (Grampian-2018-2019): "
+                               "not scored; the figures are over the other 2")
+    assert section["queries"] == [{"goldset": "mini", "query_id": "Q_2019_FIN_01", "doc_id": "Grampian-2018-2019"}]
     assert [f["code"] for f in hybrid_run.data["findings"]] == ["unknown_document"]
+
+
+def test_a_run_whose_questions_all_ask_about_documents_not_in_the_index_has_no_figure(
+        tmp_path, run_settings, workspace_of):
+    gold = tmp_path / "absent.eval.json"
+    gold.write_text(json.dumps({"queries": [QUESTIONS[2], {**QUESTIONS[2], "query_id": "Q_2019_FIN_02"}]}),
+                    encoding="utf-8")
+    with pytest.raises(NothingToScore) as refused:
+        evaluate([gold], mode="bm25", ks=(1,), workspace=workspace_of(run_settings))
+    assert str(refused.value) == ("none of the 2 questions can be scored: they ask about a document not in "
+                                  "this index (Grampian-2018-2019); index it, then evaluate again")
+    assert not list(run_settings.path("runs_dir").glob("bm25-*.json"))  # no run of no figure is written
 
 
 def test_query_metrics_follow_first_relevant_rank(hybrid_run):
@@ -87,7 +106,7 @@ def test_failure_codes_agree_with_ranks(hybrid_run):
         if code in ("HIT", "FP3"):
             assert rank == 1
     counts = hybrid_run.data["failures"]["counts"]
-    assert sum(counts.values()) == len(QUESTIONS)
+    assert sum(counts.values()) == len(hybrid_run.data["queries"])
 
 
 def test_generation_codes_are_reported_as_not_assessed_without_answers(hybrid_run):
@@ -152,7 +171,8 @@ def test_compare_lists_improved_queries(hybrid_run, gold_path, run_settings, wor
     for row in result.improved:
         before, after = ranks[row["query_id"]]
         assert after is not None and (before is None or after < before)
-    assert len(result.improved) + len(result.regressed) + len(result.unchanged) == len(QUESTIONS)
+    # every scored question is paired (the one about a document not in the index is in neither run)
+    assert len(result.improved) + len(result.regressed) + len(result.unchanged) == hybrid_run.data["n_queries"]
 
 
 def test_answers_get_generation_codes(gold_path, run_settings):
@@ -169,7 +189,7 @@ def test_answers_get_generation_codes(gold_path, run_settings):
     codes = {q["query_id"]: q["answer"]["failure"]["code"] for q in report.data["queries"]}
     assert codes["Q_2021_FIN_05"] == "HIT"
     assert codes["Q_2021_STR_01"] == "FP6"
-    assert codes["Q_2019_FIN_01"] == "NOT_ASSESSED"
+    assert "Q_2019_FIN_01" not in codes  # its document is not in the index: no answer is asked for
     assert report.data["failures"]["generation"]["assessed"] is True
 
 
@@ -229,6 +249,5 @@ def test_each_query_keeps_its_rewritten_and_final_query_and_retrieved_chunk_ids(
     assert entry["query_path"]["final"] == expected.search_text != question
     assert entry["retrieved_chunk_ids"] == [h.chunk.chunk_id for h in ranking.hits][:len(entry["retrieved_chunk_ids"])]
     assert len(entry["retrieved_chunk_ids"]) >= len(entry["ranked"])
-    # The question whose document is not indexed retrieved nothing and searched nothing.
-    missing = _by_id(report)["Q_2019_FIN_01"]
-    assert missing["retrieved_chunk_ids"] == [] and missing["query_path"]["final"] is None
+    # The question whose document is not indexed is not searched: it is not among the scored ones.
+    assert "Q_2019_FIN_01" not in _by_id(report)

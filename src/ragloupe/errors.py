@@ -209,6 +209,12 @@ class RunNotFound(RagloupeError):
     kind = Kind.NOT_FOUND
 
 
+class NothingToScore(RagloupeError):
+    """No gold question's document is in the index: a run would have no figure to show."""
+
+    kind = Kind.REFUSED
+
+
 class RunsNotComparable(RagloupeError):
     """Two runs share no gold question, so there is nothing to pair."""
 

@@ -6,6 +6,7 @@
 - taxonomy.py  failure codes FP1-FP7 and HIT, pure classifiers with evidence
 - audit.py     suspected gold-label errors (the answer is on another page)
 - runs.py      evaluate() -> RunReport JSON under runs_dir; load_run, list_runs
+- not_indexed.py  questions about documents the index does not hold: not scored, and said
 - compare.py   compare(run_a, run_b): paired deltas, p-values and a plain verdict
 - coverage.py  where the gold pages sit (tenth, section, table or prose) against the documents'
                pages, flagged skews, and a warning when a learned model leans on one (pure;

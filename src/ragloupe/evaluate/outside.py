@@ -40,6 +40,7 @@ from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.audit import audit_queries
 from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldsets
 from ragloupe.evaluate.coverage_sources import coverage_report
+from ragloupe.evaluate.not_indexed import held_documents, scored_goldsets, split_by_index
 from ragloupe.evaluate.runs import (IndexSnapshot, RunReport, build_report, content_hash, index_snapshot,
                                     normalise_ks, score_view)
 from ragloupe.evaluate.taxonomy import RankingView
@@ -310,8 +311,10 @@ def score_outside(goldsets: Sequence[GoldSet | str | Path], outside: OutsideRank
     ``store``: the index the gold units are looked up in."""
     ks = normalise_ks(ks)
     sets = load_goldsets(goldsets)
-    queries = [q for g in sets for q in g.queries]
-    snapshot = snapshot or index_snapshot(settings, sorted({q.doc_id for q in queries}), store)
+    asked = [q for g in sets for q in g.queries]
+    snapshot = snapshot or index_snapshot(settings, sorted({q.doc_id for q in asked}), store)
+    # As ragloupe's own runs: a question about a document this index does not hold is not scored.
+    queries, not_indexed = split_by_index(asked, held_documents(snapshot.indexed_units))
     resolved, problems = resolve(outside, queries, snapshot.documents, missing_as_empty)
     if problems:
         raise OutsideRunInvalid(outside.label, problems)
@@ -330,10 +333,10 @@ def score_outside(goldsets: Sequence[GoldSet | str | Path], outside: OutsideRank
                                   audits[(query.goldset, query.query_id)]))
     findings = all_findings(sets, snapshot.documents)
     data = build_report(sets, results, f"outside:{outside.label}", ks, scope, failure_k, settings,
-                        snapshot, findings, list(audits.values()), answers=False)
+                        snapshot, findings, list(audits.values()), answers=False, not_indexed=not_indexed)
     data["source"] = outside.source
     data["failures"]["note"] = FP3_NOTE
-    data["coverage"] = coverage_report(sets, settings, store)  # no model of ours ranked it
+    data["coverage"] = coverage_report(scored_goldsets(sets, not_indexed), settings, store)  # no model of ours ranked it
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", outside.label).strip("-")[:40] or "run"
     timings = {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     return RunReport(f"outside-{slug}-{content_hash(data)[:12]}", data, timings)

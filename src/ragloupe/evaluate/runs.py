@@ -3,7 +3,9 @@
 ``evaluate`` asks search() every gold question, scores the page (or record)
 view of each ranking, labels every query with a failure code, audits the gold
 labels, and writes the report as JSON under runs_dir. It indexes nothing: it
-measures what the index holds, and gold documents the index lacks are FP1.
+measures what the index holds: a question about a document the index does not hold is not
+scored, and the report's ``not_indexed`` says so (not_indexed.py); a gold page of a held
+document that has no chunk is FP1.
 
 Determinism: the same index, settings and gold sets give a byte-identical
 report except for its ``timings`` field. Keys are sorted, floats rounded to
@@ -29,6 +31,7 @@ from ragloupe.evaluate.audit import LabelAudit, audit_queries
 from ragloupe.evaluate.coverage_sources import coverage_report
 from ragloupe.evaluate.query_path import query_path, retrieved_chunk_ids
 from ragloupe.evaluate.goldset import DocumentInfo, GoldQuery, GoldSet, all_findings, load_goldsets
+from ragloupe.evaluate.not_indexed import held_documents, not_indexed_section, scored_goldsets, split_by_index
 from ragloupe.evaluate.reports import (  # noqa: F401  (tuning.py imports them from here)
     FLOAT_DIGITS,
     Report,
@@ -103,6 +106,8 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
     (``workspace.with_settings(other)`` for a sweep's); every question searches
     through it.
     ``search_fn`` and ``snapshot`` let a sweep reuse what it already has.
+    Questions about documents the index does not hold are not scored (not_indexed.py);
+    NothingToScore when that is every question.
     """
     settings = workspace.settings
     ks = normalise_ks(ks)
@@ -119,7 +124,8 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
         answer_fn = _load_answer_fn()
 
     findings = all_findings(sets, snapshot.documents)
-    queries = [q for g in sets for q in g.queries]
+    queries, not_indexed = split_by_index([q for g in sets for q in g.queries],
+                                          held_documents(snapshot.indexed_units))
     depth = max(max(ks), int(settings.candidate_window), failure_k)
     audits = {(a.goldset, a.query_id): a for a in audit_queries(queries, snapshot.unit_texts)}
 
@@ -137,8 +143,9 @@ def evaluate(goldsets: Sequence[GoldSet | str | Path], mode: str = "hybrid",
         results.append(result)
 
     data = build_report(sets, results, mode, ks, scope, failure_k, settings, snapshot, findings,
-                        list(audits.values()), answers)
-    data["coverage"] = coverage_report(sets, settings, store, mode)  # where the gold pages sit
+                        list(audits.values()), answers, not_indexed)
+    # where the scored questions' gold pages sit
+    data["coverage"] = coverage_report(scored_goldsets(sets, not_indexed), settings, store, mode)
     run_id = f"{mode}-{scope}-{content_hash(data)[:12]}"
     report = RunReport(run_id, data, _timings(started_at, time.perf_counter() - started, seconds))
     if write:
@@ -281,8 +288,9 @@ def ranking_view(ranking: Ranking | None, context_chunks: int) -> RankingView:
 
 def build_report(sets: Sequence[GoldSet], results: list[dict], mode: str, ks: Sequence[int], scope: str,
                  failure_k: int, settings: Settings, snapshot: IndexSnapshot, findings: list,
-                 audits: list[LabelAudit], answers: bool) -> dict:
-    """The deterministic body of a run report (no timings, no run id)."""
+                 audits: list[LabelAudit], answers: bool, not_indexed: dict | None = None) -> dict:
+    """The deterministic body of a run report (no timings, no run id); ``not_indexed``: the
+    questions left unscored (not_indexed.split_by_index), none when not given."""
     flagged = {(a.goldset, a.query_id) for a in audits if a.flagged}
     overall = M.aggregate([r["metrics"] for r in results], ks, seed=BOOTSTRAP_SEED)
     data = {
@@ -295,6 +303,7 @@ def build_report(sets: Sequence[GoldSet], results: list[dict], mode: str, ks: Se
         "goldsets": [{"name": g.name, "path": _display_path(g.path), "format": g.format,
                       "sha256": g.sha256, "queries": len(g.queries)} for g in sets],
         "n_queries": len(results),
+        "not_indexed": not_indexed or not_indexed_section(len(results), []),
         "findings": [f.as_dict() for f in findings],
         "metrics": _metrics(results, flagged, ks),
         "recall_sweep": M.recall_plateau({k: overall[f"recall@{k}"].mean for k in ks}),
@@ -461,6 +470,8 @@ def list_runs(settings: Settings | None = None) -> list[dict]:
             "run_id": run.run_id, "started_at": run.timings.get("started_at", ""),
             "mode": run.data["mode"], "scope": run.data["scope"],
             "goldsets": [g["name"] for g in run.data["goldsets"]], "queries": run.data["n_queries"],
+            # questions asked, with those about documents not in the index (not scored)
+            "asked": (run.data.get("not_indexed") or {}).get("n_asked", run.data["n_queries"]),
             "hit@1": overall.get("hit@1", {}).get("mean"), "mrr": overall.get("mrr", {}).get("mean"),
             "path": str(path)})
     rows.sort(key=lambda r: (r["started_at"], r["run_id"]), reverse=True)
