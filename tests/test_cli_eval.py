@@ -110,3 +110,45 @@ def test_eval_prints_and_reports_the_gold_set_coverage_audit(demo_env, tmp_path,
     out = _json_out(capsys)
     assert out["coverage"]["goldsets"][0]["dimensions"]["position"]["skewed"]
     assert json.loads(Path(out["path"]).read_text(encoding="utf-8"))["coverage"] == out["coverage"]
+
+
+def _with_unindexed_questions(tmp_path: Path) -> Path:
+    """GOLD and two questions about Grampian-2018-2019, a report the demo index does not hold."""
+    absent = [{"query_id": f"Q_2019_{n}", "question": "What was the deficit in 2018/19?",
+               "doc_id": "Grampian-2018-2019", "expected_pages": [3]} for n in (1, 2)]
+    path = tmp_path / "partly.eval.json"
+    path.write_text(json.dumps({**GOLD, "queries": GOLD["queries"] + absent}), encoding="utf-8")
+    return path
+
+
+def test_eval_says_above_the_figures_which_questions_it_did_not_score(demo_env, tmp_path, capsys):
+    assert main(["eval", str(_with_unindexed_questions(tmp_path)), "--mode", "bm25", "--k", "1,3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    said = ("2 of 4 questions ask about a document not in this index (Grampian-2018-2019): not scored; "
+            "the figures are over the other 2")
+    assert lines.index(said) < next(i for i, line in enumerate(lines) if line.startswith("hit "))
+    failures = next(line for line in lines if line.startswith("failures at k=1"))
+    assert sum(int(part.split()[1]) for part in failures.removeprefix("failures at k=1: ").split(", ")) == 2
+    assert not any("is not in the index" in line for line in lines)  # the sentence, not a line a question
+
+
+def test_eval_json_carries_the_same_sentence_and_scored_figures(demo_env, tmp_path, capsys):
+    assert main(["eval", str(_with_unindexed_questions(tmp_path)), "--mode", "bm25", "--k", "1", "--json"]) == 0
+    out = _json_out(capsys)
+    assert out["not_indexed"]["text"].startswith("2 of 4 questions ask about a document not in this index")
+    assert out["not_indexed"]["n_not_scored"] == 2 and out["metrics"]["hit@1"]["n"] == 2
+    assert sum(out["failures"].values()) == 2
+    assert main(["runs"]) == 0
+    assert "     2/4" in capsys.readouterr().out
+
+
+def test_eval_of_questions_none_of_whose_documents_is_indexed_shows_no_figure(demo_env, tmp_path, capsys):
+    path = tmp_path / "absent.eval.json"
+    path.write_text(json.dumps({"queries": [{"query_id": "Q1", "question": "What was the deficit?",
+                                             "doc_id": "Grampian-2018-2019", "expected_pages": [3]}]}),
+                    encoding="utf-8")
+    assert main(["eval", str(path), "--mode", "bm25"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == ("ragloupe: the one question cannot be scored: it asks about a document "
+                                    "not in this index (Grampian-2018-2019); index it, then evaluate again")

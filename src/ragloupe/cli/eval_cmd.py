@@ -20,6 +20,7 @@ from typing import Sequence
 from ragloupe.cli import CommandResult, add_json_flag, settings_with_overrides
 from ragloupe.config import Settings, get_settings
 from ragloupe.errors import BadOption, RagloupeError
+from ragloupe.evaluate.not_indexed import run_sentence
 from ragloupe.evaluate.stats import p_value_text
 
 
@@ -98,6 +99,7 @@ def handle_eval(args: argparse.Namespace) -> CommandResult:
     report = evaluate(goldsets, mode=args.mode or settings.mode, ks=ks, scope=args.scope,
                       answers=args.answers, failure_k=args.failure_k, workspace=workspace)
     data = {"run_id": report.run_id, "path": str(report.path), "load_errors": load_errors,
+            "not_indexed": report.data["not_indexed"],
             "metrics": report.data["metrics"]["all"],
             "metrics_excluding_flagged": report.data["metrics"]["excluding_flagged"],
             "failures": report.data["failures"]["counts"],
@@ -136,6 +138,9 @@ def render_run(report, load_errors: Sequence[str] = ()) -> str:
     lines = [f"run {report.run_id}  mode={data['mode']} scope={data['scope']} "
              f"questions={data['n_queries']}", f"report: {report.path}"]
     lines += [f"cannot load: {e}" for e in load_errors]
+    not_scored = run_sentence(data)
+    if not_scored:  # right above the figures it qualifies
+        lines += ["", not_scored]
     header = ["metric", *[f"@{k}" for k in ks]]
     lines.append("")
     lines.append("  ".join(f"{h:>22}" if i else f"{h:<8}" for i, h in enumerate(header)))
@@ -167,6 +172,8 @@ def render_run(report, load_errors: Sequence[str] = ()) -> str:
     lines.append(("answers: " + ", ".join(f"{c} {n}" for c, n in generation["counts"].items()))
                  if generation["assessed"] else generation["note"])
     for finding in data["findings"]:
+        if not_scored and finding["code"] == "unknown_document":
+            continue  # one line a question, said once above the figures
         lines.append(f"{finding['severity']}: {finding['message']}")
     if "coverage" in data:  # reports written before the coverage audit have none
         from ragloupe.evaluate.coverage_text import render_lines
@@ -223,8 +230,12 @@ def handle_runs(args: argparse.Namespace) -> CommandResult:
         return CommandResult([], "no runs yet: `ragloupe eval GOLDSET...` writes one")
     lines = [f"{'run':<34}{'started':<27}{'queries':>8}{'Hit@1':>8}{'MRR':>8}  gold sets"]
     for r in rows:
-        lines.append(f"{r['run_id']:<34}{r['started_at']:<27}{r['queries']:>8}"
+        scored = str(r["queries"]) if r["asked"] == r["queries"] else f"{r['queries']}/{r['asked']}"
+        lines.append(f"{r['run_id']:<34}{r['started_at']:<27}{scored:>8}"
                      f"{_num(r['hit@1']):>8}{_num(r['mrr']):>8}  {', '.join(r['goldsets'])}")
+    if any(r["asked"] != r["queries"] for r in rows):
+        lines.append("queries n/m: n of the m questions asked were scored; the others ask about documents "
+                     "not in the index")
     return CommandResult(rows, "\n".join(lines))
 
 

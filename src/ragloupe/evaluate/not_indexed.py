@@ -37,9 +37,10 @@ def split_by_index(queries: Sequence[GoldQuery], held: Collection[str]) -> tuple
     left_out = [q for q in queries if q.doc_id not in held]
     section = not_indexed_section(len(queries), left_out)
     if queries and not scored:
+        which = (f"none of the {len(queries)} questions can be scored: they ask" if len(queries) > 1
+                 else "the one question cannot be scored: it asks")
         raise NothingToScore(
-            f"none of the {len(queries)} questions can be scored: they ask about "
-            f"{_documents(section['documents'])}; index "
+            f"{which} about {_documents(section['documents'])}; index "
             f"{'it' if len(section['documents']) == 1 else 'them'}, then evaluate again")
     return scored, section
 
