@@ -21,6 +21,7 @@ st.caption("Each run asks every gold question, scores the page view of the ranki
 
 with page_errors():
     from ragloupe.evaluate.compare import compare
+    from ragloupe.evaluate.not_indexed import run_sentence, scored_goldsets
     from ragloupe.evaluate.runs import list_runs, load_run
     from ragloupe.retrieve.search import MODES
 
@@ -54,14 +55,18 @@ with page_errors():
             for problem in problems:
                 st.error(problem)
             if goldsets:
-                reports = evaluate_with_progress(
-                    goldsets, modes, list(ks), scope, settings, get_workspace(settings))
-                state.result(PAGE, [r.run_id for r in reports])
+                state.forget(PAGE)  # an earlier run's figures never stand under this run's error
+                with page_errors():  # none of the questions scorable: the reason, and no figure
+                    reports = evaluate_with_progress(
+                        goldsets, modes, list(ks), scope, settings, get_workspace(settings))
+                    state.result(PAGE, [r.run_id for r in reports])
 
     run_ids = state.result(PAGE) or []
     if run_ids:
         runs = [load_run(run_id, settings) for run_id in run_ids]
         st.header("Results")
+        for sentence in dict.fromkeys(run_sentence(run.data) for run in runs if run_sentence(run.data)):
+            st.warning(md_escape(sentence))  # above the figures: they leave these questions out
         metrics = pd.DataFrame(metrics_rows(runs))
         st.dataframe(metrics, hide_index=True, width="stretch", key=f"{PAGE}.metrics",
                      column_config={name: st.column_config.Column(width=px)
@@ -72,6 +77,7 @@ with page_errors():
         from ragloupe.ui.coverage_view import show_in_sample
 
         covered, _ = load_goldsets(paths[name] for name in chosen)
+        covered = scored_goldsets(covered, runs[0].data.get("not_indexed"))  # the questions the figures are over
         audit = coverage_report(covered, settings, get_store(settings), settings.mode) if covered else {}
         caveats = audit.get("warnings", [])
         if caveats:  # one caveat a line: run together, one's "(expected 30%)" read into the next

@@ -32,6 +32,7 @@ st.caption("Failure codes after Barnett et al. (2024), assigned per question at 
            "failure cutoff k; pick another cutoff to see which questions miss there.")
 
 with page_errors():
+    from ragloupe.evaluate.not_indexed import run_sentence
     from ragloupe.evaluate.runs import list_runs, load_run
 
     index_notice()
@@ -55,6 +56,8 @@ with page_errors():
     run_id = st.selectbox("Run", ids, key=f"{PAGE}.run", format_func=lambda i: run_label(runs[i]))
     run = runs[run_id]
     failures = run.data["failures"]
+    if run_sentence(run.data):  # those questions have no code at all, not FP1: say why they are absent
+        st.warning(md_escape(run_sentence(run.data)))
 
     chart_col, legend_col = st.columns([3, 2])
     with chart_col:

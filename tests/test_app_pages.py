@@ -1100,3 +1100,78 @@ def test_evaluation_says_its_coverage_caveat_right_under_the_figures_it_qualifie
     assert [line for line in caveat.value.splitlines() if line.startswith("- ")] == [f"- {md_escape(w)}" for w in expected]
     first_chart = next(i for i, node in enumerate(shown) if type(node).__name__ == "UnknownElement")
     assert results + 2 < first_chart
+
+
+def _partly_indexed_goldset(settings: Settings) -> str:
+    """One of the user's gold sets: two questions on a demo report, two on Grampian-2018-2019, which
+    the demo index does not hold. Returns its name on the Evaluation page's picker."""
+    from ragloupe.evaluate.usersets import goldsets_dir
+
+    held = json.loads(GRAMPIAN_GOLD.read_text(encoding="utf-8"))["queries"][:2]
+    absent = [{"query_id": f"Q_2019_{n}", "question": "What was the deficit in 2018/19?",
+               "doc_id": "Grampian-2018-2019", "expected_pages": [3]} for n in (1, 2)]
+    own = goldsets_dir(settings)
+    own.mkdir(parents=True, exist_ok=True)
+    (own / "partly.json").write_text(json.dumps({"queries": held + absent}), encoding="utf-8")
+    return "yours: partly"
+
+
+NOT_SCORED = ("2 of 4 questions ask about a document not in this index (Grampian-2018-2019): not scored; "
+              "the figures are over the other 2")
+
+
+def test_evaluation_page_says_above_the_figures_which_questions_it_did_not_score(app_env):
+    from ragloupe.evaluate.runs import list_runs, load_run
+
+    app = run_page("evaluation")
+    app.multiselect(key="evaluation.goldsets").set_value([_partly_indexed_goldset(app_env)])
+    app.multiselect(key="evaluation.modes").set_value(["bm25"])
+    app.text_input(key="evaluation.ks").input("1")
+    button(app, "Run evaluation").click()
+    app.run()
+    assert_clean(app)
+    assert app.warning[0].value == md_escape(NOT_SCORED)
+    order = [node.type for node in _in_order(app.main)]
+    assert order.index("warning") < order.index(app.dataframe[0].type)  # above the figures
+    shown = app.dataframe[0].value.iloc[0]
+    (row,) = list_runs(app_env)
+    run = load_run(row["run_id"], app_env)
+    assert shown["n"] == 2 == run.aggregates["hit@1"]["n"]  # the screen's figures are the report's
+    assert shown["hit@1"].startswith(f"{run.aggregates['hit@1']['mean']:.3f}")
+    assert run.data["not_indexed"]["text"] == NOT_SCORED
+    # Past runs names the run as what it scored.
+    past = next(d.value for d in app.dataframe if "run" in d.value.columns)
+    assert past["run"].iloc[0].split(" · ")[4] == "2 of 4 questions scored"
+
+
+def test_evaluation_page_shows_only_the_reason_when_no_question_can_be_scored(app_env):
+    from ragloupe.evaluate.usersets import goldsets_dir
+
+    own = goldsets_dir(app_env)
+    own.mkdir(parents=True, exist_ok=True)
+    (own / "absent.json").write_text(json.dumps({"queries": [
+        {"query_id": f"Q{n}", "question": "What was the deficit in 2018/19?", "doc_id": "Grampian-2018-2019",
+         "expected_pages": [3]} for n in (1, 2)]}), encoding="utf-8")
+    app = run_page("evaluation")
+    app.multiselect(key="evaluation.goldsets").set_value(["yours: absent"])
+    app.multiselect(key="evaluation.modes").set_value(["bm25"])
+    button(app, "Run evaluation").click()
+    app.run()
+    assert_clean(app)
+    assert [e.value for e in app.error] == [
+        "none of the 2 questions can be scored: they ask about a document not in this index "
+        "(Grampian-2018-2019); index it, then evaluate again"]
+    assert not [h for h in app.header if h.value == "Results"]  # no figure at all
+    assert any(h.value == "Past runs" for h in app.header)  # the rest of the page is still there
+
+
+def test_failure_audit_says_why_questions_of_the_gold_set_have_no_code(app_env, workspace_of):
+    from ragloupe.diagnostics.gold import goldset_choices
+    from ragloupe.evaluate.runs import evaluate
+
+    name = _partly_indexed_goldset(app_env)
+    report = evaluate([goldset_choices(app_env)[name]], mode="bm25", ks=[1], workspace=workspace_of(app_env))
+    app = run_page("failure_audit")
+    assert app.warning[0].value == md_escape(NOT_SCORED)
+    figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert sum(figure["data"][0]["y"]) == 2 == report.data["n_queries"]  # no FP1 for the two left out

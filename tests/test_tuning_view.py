@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ragloupe.config import PROJECT_ROOT, Settings
+from ragloupe.ui.text import md_escape
 from ragloupe.ui.tuning_view import gap_chart
 
 GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
@@ -23,6 +24,9 @@ def tuning_env(demo_env, tmp_path, monkeypatch) -> Settings:
         data = json.loads(source.read_text(encoding="utf-8"))
         data["queries"] = data["queries"][:8]
         (bench / source.name).write_text(json.dumps(data), encoding="utf-8")
+    (bench / "manual.gold.json").write_text(json.dumps({"_meta": {"doc_id": "a-manual-not-indexed"}, "queries": [
+        {"query_id": "m1", "question": "How is a page laid out?", "expected_pages": [2],
+         "doc_id": "a-manual-not-indexed"}]}), encoding="utf-8")
     monkeypatch.setenv("RAGLOUPE_BENCHMARKS_DIR", str(bench))
     monkeypatch.setenv("RAGLOUPE_LLM_BACKEND", "none")
     return Settings.from_env()
@@ -34,9 +38,13 @@ def test_tuning_section_shows_out_of_fold_beside_in_sample_and_the_gap(tuning_en
     assert not app.exception
     assert any("No tuning run yet" in c.value for c in app.caption)
     app.radio(key="tune_space").set_value("small")
+    # With a gold set about a document the demo index does not hold: tuned without it, and said.
+    app.multiselect(key="tune_goldsets").set_value([p.name for p in GRAMPIAN] + ["manual.gold.json"])
     next(b for b in app.button if b.label == "Run tuning").click()
     app.run()
     assert not app.exception, [e.value for e in app.exception]
+    assert md_escape("left out: 1 manual questions about documents the index does not hold (index them to tune "
+                     "on them too)") in [w.value for w in app.warning]
 
     # The oracle is the run the page wrote, read back and recomputed here, not another tune():
     # the pooled out-of-fold Hit@1 is each fold's held-out Hit@1 weighted by its questions.

@@ -39,6 +39,7 @@ from pathlib import Path
 from ragloupe.cli import CommandResult, add_json_flag
 from ragloupe.config import PROJECT_ROOT
 from ragloupe.evaluate.coverage_text import render_lines
+from ragloupe.evaluate.not_indexed import tune_left_out_lines
 from ragloupe.evaluate.stats import p_text
 from ragloupe.evaluate.tune_rule import family_verdict_lines
 
@@ -177,7 +178,8 @@ def render(report, apply_note: str = "") -> str:
     lines = [f"tune {report.run_id}  scope={d['scope']} space={d['space']} "
              f"questions={d['n_questions']} configurations={d['n_configs']}",
              f"report: {report.path}",
-             f"held out in turn: " + ", ".join(f"{g} ({n})" for g, n in d["groups"].items()), ""]
+             f"held out in turn: " + ", ".join(f"{g} ({n})" for g, n in d["groups"].items())]
+    lines += [*tune_left_out_lines(d.get("not_indexed") or {}), ""]  # above the figures they qualify
     header = f"{'':<34}{'Hit@1':>20}{'Hit@3':>20}{'MRR':>20}"
     lines.append(header)
     for label, fig in (("out-of-fold (the procedure)", oof), ("in-sample best", best),
@@ -197,9 +199,6 @@ def render(report, apply_note: str = "") -> str:
         lines.append(f"out-of-fold vs {label}: objective {test['diff']:+.3f} "
                      f"[{_num(test['ci_low'])}, {_num(test['ci_high'])}], {p_text(test['p_value'])}")
     lines += family_lines(d) + chunking_lines(d, report.timings)
-    for name, count in (d.get("not_indexed") or {}).items():
-        lines.append(f"left out: {count} {name} questions about documents the index does not hold "
-                     "(index them to tune on them too)")
     check = d["replay_check"]
     if check["mismatches"]:
         lines.append(f"warning: the replay differed from search() on {len(check['mismatches'])} of "

@@ -169,13 +169,20 @@ def comparison_styler(table):
 
 
 def run_label(run) -> str:
-    """A run named in words: 'hybrid · doc scope · Grampian-2021-2022 · k 1,3,5,10 · 30 Nov 18:42 UTC'."""
+    """A run named in words: 'hybrid · doc scope · Grampian-2021-2022 · k 1,3,5,10 · 50 questions ·
+    30 Nov 18:42 UTC'."""
     data = run.data
     names = ", ".join(_goldset_name(g["name"]) for g in data.get("goldsets", [])) or "no gold set"
     ks = ",".join(str(k) for k in data.get("ks", []))
     when = _when(run.timings.get("started_at", ""))
-    return (f"{data['mode']} · {data['scope']} scope · {names} · k {ks} · "
-            f"{data.get('n_queries', 0)} questions · {when}")
+    return (f"{data['mode']} · {data['scope']} scope · {names} · k {ks} · {_questions(data)} · {when}")
+
+
+def _questions(data: dict) -> str:
+    """'30 questions', or '3 of 5 questions scored' when some asked about documents not in the index."""
+    scored = data.get("n_queries", 0)
+    asked = (data.get("not_indexed") or {}).get("n_asked", scored)
+    return f"{scored} questions" if asked == scored else f"{scored} of {asked} questions scored"
 
 
 def _goldset_name(name: str) -> str:

@@ -19,8 +19,10 @@ import streamlit as st
 
 from ragloupe.config import Settings
 from ragloupe.errors import RagloupeError
+from ragloupe.evaluate.not_indexed import tune_left_out_lines
 from ragloupe.ui.coverage_view import show_in_sample
 from ragloupe.ui.guard import app_message
+from ragloupe.ui.text import md_escape
 from ragloupe.ui.widgets import encode_sentences_with_progress
 
 ROWS = (("out-of-fold (the procedure)", ("out_of_fold", "figures")),
@@ -111,6 +113,8 @@ def show_report(report) -> None:
     st.caption(f"run {report.run_id} · scope {data['scope']} · {data['n_questions']} questions · "
                f"{data['n_configs']} configurations · held out in turn: "
                + ", ".join(f"{g} ({n})" for g, n in data["groups"].items()))
+    for line in tune_left_out_lines(data.get("not_indexed") or {}):  # the figures are over the rest
+        st.warning(md_escape(line))
     st.dataframe(figure_rows(data), hide_index=True, width="stretch")
     if data["current"].get("note"):
         st.text(f"settings in force: {data['current']['note']}")
