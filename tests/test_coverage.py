@@ -74,6 +74,15 @@ def test_a_small_set_is_described_not_judged(reports):
     group = result["goldsets"][0]
     assert not group["judged"] and not group["skewed"] and result["warnings"] == []
     assert group["dimensions"]["position"]["strata"][0]["share"] == pytest.approx(1.0)
+    assert group["note"] == ("5 question(s) placed: too few to judge (at least 20); shares are shown, "
+                             "nothing is flagged")
+
+
+def test_a_set_about_documents_not_in_the_index_says_that_not_too_few(reports):
+    elsewhere = goldset("elsewhere", {"not-indexed": [1, 2, 3]})
+    (group,) = C.audit([elsewhere], reports, [])["goldsets"]
+    assert group["n_placed"] == 0 and not group["judged"]
+    assert group["note"] == "none of its 3 question(s) placed: their documents are not in this index"
 
 
 def test_the_model_warning_fires_for_a_model_weighting_position_on_a_skewed_set(reports):

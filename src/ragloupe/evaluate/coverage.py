@@ -242,9 +242,16 @@ def audit_questions(name: str, queries: Sequence[GoldQuery], layouts: Mapping[st
     return {"name": name, "level": level, "n_questions": len(queries), "n_placed": n, "wording": wording,
             "n_documents": len({layout.doc_id for layout, _ in placed}),
             "judged": judged, "skewed": any(dimensions[d]["skewed"] for d in DIMENSIONS),
-            "note": "" if judged else (f"{n} question(s) placed: too few to judge (at least "
-                                       f"{MIN_QUESTIONS}); shares are shown, nothing is flagged"),
+            "note": "" if judged else _not_judged(n, queries, layouts),
             "dimensions": dimensions, "findings": findings}
+
+
+def _not_judged(n_placed: int, queries: Sequence[GoldQuery], layouts: Mapping[str, DocumentLayout]) -> str:
+    """Why a group is not judged: too few questions placed, or none, as their documents are not indexed."""
+    if queries and not any(q.doc_id in layouts for q in queries):  # not "too few": none can be placed
+        return f"none of its {len(queries)} question(s) placed: their documents are not in this index"
+    return (f"{n_placed} question(s) placed: too few to judge (at least {MIN_QUESTIONS}); shares are shown, "
+            "nothing is flagged")
 
 
 WORDING_RULE = (f"a gold set only tests word matching when its questions hold on average at least "
