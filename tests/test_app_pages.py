@@ -1162,6 +1162,7 @@ def test_evaluation_page_shows_only_the_reason_when_no_question_can_be_scored(ap
         "none of the 2 questions can be scored: they ask about a document not in this index "
         "(Grampian-2018-2019); index it, then evaluate again"]
     assert not [h for h in app.header if h.value == "Results"]  # no figure at all
+    assert not app.get("progress")  # and no bar left saying "Evaluating…" over nothing
     assert any(h.value == "Past runs" for h in app.header)  # the rest of the page is still there
 
 

@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterable
 import streamlit as st
 
 from ragloupe.diagnostics.comparison import BUILT_IN_ENGINES, ENGINE_SCORE_NAMES
+from ragloupe.errors import RagloupeError
 from ragloupe.index.pipeline import encoded_sentences_line, encoding_sentences_line, filled_sentences_line
 from ragloupe.models import Chunk, Hit
 from ragloupe.retrieve.modes import runs_dense
@@ -233,8 +234,12 @@ def evaluate_with_progress(goldsets: list, modes: list[str], ks: list[int], scop
                      text=f"{kwargs.get('mode', '')}: question {asked[0]} of {total}")
         return ranking
 
-    reports = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, search_fn=counting_search,
-                        workspace=workspace.with_settings(settings))
-               for mode in modes]
+    try:
+        reports = [evaluate(goldsets, mode=mode, ks=ks, scope=scope, search_fn=counting_search,
+                            workspace=workspace.with_settings(settings))
+                   for mode in modes]
+    except RagloupeError:  # nothing was evaluated (no question scorable ...): no bar stuck at "Evaluating…"
+        bar.empty()
+        raise
     bar.progress(1.0, text=f"Done: {len(reports)} run(s) written to {settings.path('runs_dir')}")
     return reports
