@@ -45,6 +45,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ADAPTED_MODELS_DIR = "models"
 ADAPTED_MODEL_CHOICES = ("auto", "off")  # Settings.adapted_model (_with_adopted_model)
 _MODEL_DIR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_QUERY_ADAPTER_NAME = re.compile(r"query-adapter-[0-9a-f]{12}\.npz")
 
 
 def _env_name(field_name: str) -> str:
@@ -287,7 +288,7 @@ class Settings:
         for key, value in overrides.items():
             values[key], sources[key] = value, "override"
         _refuse_unknown(cls, values)
-        return _with_adopted_model(cls(**values, sources=sources))
+        return _with_adopted_query_adapter(_with_adopted_model(cls(**values, sources=sources)))
 
     def replace(self, **changes: Any) -> "Settings":
         _refuse_unknown(type(self), changes)
@@ -452,6 +453,33 @@ def _with_adopted_model(settings: Settings) -> Settings:
         return settings
     sources = {**settings.sources, "embedding_model": "adapted"}
     return dataclasses.replace(settings, embedding_model=str(model_dir), sources=sources)
+
+
+def adopted_query_adapter_file(settings: Settings) -> Path:
+    """Where `ragloupe adapt --queries` names the query adapter it adopted for this index (adapt/query_run.py)."""
+    return settings.path("index_dir") / ADAPTED_MODELS_DIR / "query_adapter.json"
+
+
+def _with_adopted_query_adapter(settings: Settings) -> Settings:
+    """``settings`` with query_adapter naming the adapter `ragloupe adapt --queries` adopted for this
+    index, when RAGLOUPE_QUERY_ADAPTER is not set and it was learned in the space of the model in
+    force (sources["query_adapter"] then says "adopted"). Like the adopted model, the choice lives
+    in the index dir: it belongs to the index's documents and model, not to a person's settings."""
+    if settings.sources.get("query_adapter") != "default":
+        return settings
+    try:
+        adopted = json.loads(adopted_query_adapter_file(settings).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return settings
+    name = adopted.get("file") if isinstance(adopted, dict) else None
+    if not isinstance(name, str) or not _QUERY_ADAPTER_NAME.fullmatch(name) \
+            or adopted.get("model") != settings.embedding_model:
+        return settings
+    path = adopted_query_adapter_file(settings).parent / name
+    if not path.is_file():
+        return settings
+    sources = {**settings.sources, "query_adapter": "adopted"}
+    return dataclasses.replace(settings, query_adapter=str(path), sources=sources)
 
 
 def get_settings(**overrides: Any) -> Settings:

@@ -46,21 +46,22 @@ def compare(before: Scores, after: Scores) -> dict:
     return table
 
 
-def decide(table: Mapping[str, dict]) -> Decision:
-    """The rule of this module's docstring, over compare()'s table."""
+def decide(table: Mapping[str, dict], new: str = "the adapted model", current: str = "the current model"
+           ) -> Decision:
+    """The rule of this module's docstring, over compare()'s table. ``new`` and ``current`` name what
+    is compared in the reason (`ragloupe adapt --queries` compares query adapters)."""
     sets = [name for name in table if name != "all"]
     if not sets or not table["all"]["n"]:
-        return Decision(False, "no gold question to compare on: the current model stays")
+        return Decision(False, f"no gold question to compare on: {current} stays")
     lower = [name for name in sets
              if table[name]["after"]["hit@1"] < table[name]["before"]["hit@1"]]
     if lower:
-        return Decision(False, f"Hit@1 is lower with the adapted model on {', '.join(lower)}: "
-                               "the current model stays")
+        return Decision(False, f"Hit@1 is lower with {new} on {', '.join(lower)}: {current} stays")
     gain = table["all"]["after"]["rr"] - table["all"]["before"]["rr"]
     if gain <= 0:
-        return Decision(False, f"MRR over all questions does not rise ({gain:+.3f}): the current model stays")
+        return Decision(False, f"MRR over all questions does not rise ({gain:+.3f}): {current} stays")
     return Decision(True, f"Hit@1 not lower on any gold set and MRR {gain:+.3f} over all questions: "
-                          "the adapted model is kept")
+                          f"{new} is kept")
 
 
 def _paired(before: Sequence[Mapping[str, float]], after: Sequence[Mapping[str, float]]) -> dict:

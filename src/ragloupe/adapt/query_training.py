@@ -5,7 +5,7 @@ of each question's document: a chunk scored (1 - w) by its own vector and w by i
 sentence's (index/sentences.py, w = Settings.dense_sentence_weight), a unit by its best chunk,
 the gold units against every other unit of the document at ``TEMPERATURE``, plus
 ``reg`` x |W - I|^2 so that W stays near the identity (the question's own embedding) where the
-questions say nothing. Full-batch Adam for ``STEPS`` steps from W = I, seeded: the same questions
+questions say nothing (near the adapter it refines, for `ragloupe adapt --queries`). Full-batch Adam for ``STEPS`` steps from W = I, seeded: the same questions
 and index give the same matrix. The index's vectors are read, never changed.
 """
 
@@ -99,23 +99,24 @@ def batches(questions: Sequence[GoldQuery], vectors: np.ndarray, docs: dict[str,
 
 
 def train(parts: Iterable[Batch], sentence_weight: float, reg: float = REG, steps: int = STEPS,
-          seed: int = 13) -> np.ndarray:
-    """W minimising the gold units' softmax loss over their documents' units, plus reg x |W - I|^2."""
+          seed: int = 13, start: np.ndarray | None = None) -> np.ndarray:
+    """W minimising the gold units' softmax loss over their documents' units, plus reg x |W - S|^2,
+    S being ``start`` (an adapter learned elsewhere that this one refines) or the identity."""
     parts = list(parts)
     torch.manual_seed(seed)
     dim = parts[0].vectors.shape[1]
     delta = torch.zeros(dim, dim, requires_grad=True)
     optimiser = torch.optim.Adam([delta], lr=LEARNING_RATE)
-    eye = torch.eye(dim)
+    base = torch.eye(dim) if start is None else torch.tensor(np.asarray(start, dtype=np.float32))
     n = sum(len(p.vectors) for p in parts)
     for _ in range(steps):
         optimiser.zero_grad()
         loss = reg * (delta ** 2).sum()
         for part in parts:
-            mapped = torch.nn.functional.normalize(part.vectors @ (eye + delta).T, dim=1)
+            mapped = torch.nn.functional.normalize(part.vectors @ (base + delta).T, dim=1)
             logits = unit_scores(mapped, part.doc, sentence_weight) / TEMPERATURE
             positive = torch.logsumexp(logits.masked_fill(~part.gold, -1e9), dim=1)
             loss = loss + (torch.logsumexp(logits, dim=1) - positive).sum() / n
         loss.backward()
         optimiser.step()
-    return (eye + delta).detach().numpy()
+    return (base + delta).detach().numpy()

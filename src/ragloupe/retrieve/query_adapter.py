@@ -10,7 +10,8 @@ An adapter belongs to the model whose space it was trained in: for another model
 `ragloupe adapt` adopted, a server's) it is not applied, and `ragloupe status` says why. The
 one shipped (query_adapter.npz beside this file) was trained by adapt/query_training.py on the
 shipped gold sets (benchmarks/query_adapter.py --ship); Settings.query_adapter chooses it, none
-("off") or a file of the user's.
+("off") or a file of the user's; `ragloupe adapt --queries` (adapt/query_run.py) learns one for an
+index from the user's gold sets, which the index then uses while the setting is left unset.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ def configured(settings: Settings) -> QueryAdapter | None:
         return None
     if choice == "shipped":
         return read_file(SHIPPED, "shipped")
+    if settings.sources.get("query_adapter") == "adopted":  # config._with_adopted_query_adapter
+        return read_file(Path(choice), "index's own")
     return read_file(Path(choice).expanduser())
 
 
