@@ -8,7 +8,7 @@ the manuals): each run is adapt/query_run.adapt_queries as the CLI runs it (five
 every question searched with an adapter trained without it, against the baseline), with a
 baseline (``shipped``: refine the shipped adapter; ``off``: learn from the identity) and a ``reg``:
 
-- ``small``: the 258 questions the shipped adapter never read (the held-out families and the
+- ``small``: the 224 questions the shipped adapter never read (the held-out families and the
   eighth blind set), a user's gold sets of a few dozen questions a document;
 - ``large``: the 1,314 questions the shipped adapter was trained on (the tuning families and the
   retired blind sets 1-7), from the identity only (against the shipped adapter they are in-sample).

@@ -6,7 +6,7 @@ import streamlit as st
 from ragloupe.errors import RagloupeError
 from ragloupe.ui.background import (current_job, forget_job, running_job, show_job, start_job,
                                    wait_for_job)
-from ragloupe.ui.adapt_view import adapt_section
+from ragloupe.ui.adapt_view import adapt_section, query_adapter_section
 from ragloupe.ui.cache import current_settings, get_workspace
 from ragloupe.ui.guard import app_message, page_errors
 from ragloupe.index.pipeline import clear_index, sentences_line
@@ -102,6 +102,7 @@ with page_errors():
     if current.documents:
         st.dataframe(pd.DataFrame(current.documents), hide_index=True, width="stretch")
         adapt_section(settings, busy=bool(holder))
+        query_adapter_section(settings, busy=bool(holder))
 
     st.header("Manage sources")
     raw_files = raw_sources(settings)

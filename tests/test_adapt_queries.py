@@ -74,7 +74,7 @@ def test_an_adapter_that_wins_out_of_fold_is_kept_and_dense_then_searches_with_i
     every = outcome["comparison"]["all"]
     assert every["n"] == 12 and every["before"]["hit@1"] == pytest.approx(before, abs=1e-4)
     assert every["after"]["hit@1"] >= 0.75  # each question found by an adapter that never read it
-    assert outcome["kept"] is True
+    assert outcome["kept"] is True and outcome["overridden_by"] == ""  # --set lasts this run only
 
     adopted = Settings.from_env()
     assert adopted.sources["query_adapter"] == "adopted"
@@ -123,3 +123,44 @@ def test_an_adoption_for_another_model_or_an_explicit_setting_is_not_applied(ind
     assert Settings.from_env().query_adapter == str(path)
     monkeypatch.setenv("RAGLOUPE_QUERY_ADAPTER", "off")  # the user's setting wins over the index's
     assert Settings.from_env().query_adapter == "off"
+
+
+def test_index_page_learns_a_query_adapter_and_shows_what_it_kept(indexed, monkeypatch):
+    import time
+
+    from app_pages import assert_clean, run_page
+    from ragloupe.evaluate.usersets import goldsets_dir
+    from ragloupe.ui import adapt_view
+    from ragloupe.ui.cache import store_key
+
+    monkeypatch.setenv("RAGLOUPE_QUERY_ADAPTER", "off")  # the baseline: dense on the question's own vector
+    root = goldsets_dir(indexed)
+    root.mkdir(parents=True, exist_ok=True)
+    gold_file(root / "swapped.json", SWAPPED)
+    app = run_page("index_manage")
+    assert any(m.value == "Gold sets to learn from: 1 (swapped)" for m in app.markdown)
+    app.button(key="adapt_queries_start").click().run()
+    job = adapt_view._registry()[0][store_key(indexed) + " queries"]
+    deadline = time.monotonic() + 120
+    while not job.finished and time.monotonic() < deadline:
+        time.sleep(0.5)
+    app.run()
+    assert_clean(app)
+    assert job.error is None
+    outcome = job.outcome
+    assert any(s.value == f"Kept: {outcome.reason}" for s in app.success)
+    assert outcome.reason.endswith("the learned query adapter is kept")
+    # the environment's RAGLOUPE_QUERY_ADAPTER=off still decides what dense searches with, and the page says so
+    assert [w.value for w in app.warning] == [
+        "Saved for this index, but RAGLOUPE_QUERY_ADAPTER=off (from the environment) wins while it is set: "
+        "unset it to search with the index's own query adapter."]
+    assert Settings.from_env().query_adapter == "off"
+    assert any(c.value.startswith("12 gold questions from 1 gold set(s). Before: RAGLOUPE_QUERY_ADAPTER=off; "
+                                  "after: each question searched with an adapter learned from the other 4 of 5 folds")
+               for c in app.caption), [c.value for c in app.caption]
+    table = next(d.value for d in app.dataframe if "Hit@1 before" in d.value.columns)
+    every = table.set_index("gold set").loc["all"]
+    assert every["questions"] == 12
+    assert every["Hit@1 before"] == pytest.approx(dense_hit1(indexed.replace(query_adapter="off"), SWAPPED, "off"),
+                                                  abs=1e-4)
+    assert every["Hit@1 after"] >= 0.75

@@ -65,6 +65,8 @@ class QueryAdaptOutcome:
     folds: int
     comparison: dict
     seconds: dict[str, float] = field(default_factory=dict)
+    # When kept but a setting that outlives this run names another adapter: that setting, which wins.
+    overridden_by: str = ""
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -141,6 +143,9 @@ def adapt_queries(workspace: Workspace, goldsets: Sequence[str | Path], progress
             "file": path.name, "model": settings.embedding_model, "questions": len(questions),
             "gold_sets": outcome.goldsets, "adopted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         outcome.adapter_file = str(path)
+        if settings.sources.get("query_adapter") in ("environment", ".env"):
+            outcome.overridden_by = (f"RAGLOUPE_QUERY_ADAPTER={settings.query_adapter} (from the "
+                                     f"{settings.sources['query_adapter']})")
         seconds["train"] = _since(mark)
     _write_json(models / f"{name}.adapt.json", outcome.as_dict())
     say(AdaptProgress("done", detail=decision.reason))

@@ -92,7 +92,10 @@ def _queries(args: argparse.Namespace, settings) -> CommandResult:
                  f"{outcome.mode}, each question in its own document (p: paired permutation test)"]
     lines += compare.table_lines(outcome.comparison)
     lines += ["", ("KEPT: " if outcome.kept else "NOT KEPT: ") + outcome.reason]
-    if outcome.kept:
+    if outcome.overridden_by:
+        lines.append(f"saved for this index as {outcome.adapter_file}, but {outcome.overridden_by} wins "
+                     "while it is set: unset it to search with the index's own")
+    elif outcome.kept:
         lines.append(f"this index's dense searches now use {outcome.adapter_file} "
                      "(`ragloupe adapt --queries --revert` stops it)")
     return CommandResult(outcome.as_dict(), "\n".join(lines))

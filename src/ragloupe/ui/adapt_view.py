@@ -1,5 +1,6 @@
 """The Index page's "Adapt the model to this corpus" section: `ragloupe adapt` in a background
-thread with a progress bar, and the before/after comparison when it ends.
+thread with a progress bar, and the before/after comparison when it ends; and its "Learn a query
+adapter from your gold sets" section, `ragloupe adapt --queries` the same way.
 
 A job lives in one registry per server process (st.cache_resource), keyed by the index, like
 the index jobs of ui/background.py: another tab sees the run, and leaving the page does not
@@ -37,6 +38,13 @@ _STAGE_WORDS = {"pairs": "making pairs from the corpus", "draft": "drafting ques
                 "sentences-after": "encoding the gold documents' sentence vectors with the adapted model",
                 "after": "searching the gold sets (after)", "decide": "deciding", "done": "done"}
 
+# `ragloupe adapt --queries` (adapt/query_run.py): the folds are most of the time.
+_QUERY_SPAN = {"questions": (0.0, 0.05), "before": (0.05, 0.15), "folds": (0.15, 0.95), "decide": (0.95, 0.96),
+               "train": (0.96, 0.99), "done": (1.0, 1.0)}
+_QUERY_WORDS = {"questions": "embedding the gold questions", "before": "searching the gold sets (before)",
+                "folds": "learning and testing on each fold", "decide": "deciding",
+                "train": "learning the adapter from every question", "done": "done"}
+
 
 @dataclass
 class AdaptJob:
@@ -49,10 +57,12 @@ class AdaptJob:
     fraction: float = 0.0
     finished: bool = False
     error: str | None = None
-    outcome: object | None = None  # adapt.run.AdaptOutcome, or revert()'s dict
+    outcome: object | None = None  # adapt.run.AdaptOutcome (query_run.QueryAdaptOutcome), or a revert's dict
+    queries: bool = False  # `ragloupe adapt --queries`
 
     def update(self, step) -> None:
-        low, high = _STAGE_SPAN.get(step.stage, (self.fraction, self.fraction))
+        spans = _QUERY_SPAN if self.queries else _STAGE_SPAN
+        low, high = spans.get(step.stage, (self.fraction, self.fraction))
         within = step.done / step.total if step.total else 0.0
         self.stage, self.detail = step.stage, step.detail
         if step.stage == "draft" and step.total:  # minutes of the LLM: say how far it got
@@ -63,9 +73,10 @@ class AdaptJob:
 
     def describe(self) -> str:
         minutes, seconds = divmod(int(time.monotonic() - self.started), 60)
-        detail = f" · {self.detail}" if self.detail and self.stage in ("train", "draft", "sentences-before",
-                                                                          "sentences-after") else ""
-        return f"{_STAGE_WORDS.get(self.stage, self.stage)}{detail} · {minutes} min {seconds} s"
+        words = _QUERY_WORDS if self.queries else _STAGE_WORDS
+        detail = f" · {self.detail}" if self.detail and not self.queries and self.stage in (
+            "train", "draft", "sentences-before", "sentences-after") else ""
+        return f"{words.get(self.stage, self.stage)}{detail} · {minutes} min {seconds} s"
 
 
 @st.cache_resource(show_spinner=False)
@@ -130,7 +141,7 @@ def adapt_section(settings: Settings, busy: bool) -> None:
     jobs, _lock = _registry()
     job = jobs.get(store_key(settings))
     if job is not None and not job.finished:
-        _follow(job)
+        _follow(job, "Adapting")
         return
     goldsets = list_user_goldsets(settings)
     st.write(f"Gold sets to decide on: {len(goldsets)}"
@@ -140,21 +151,21 @@ def adapt_section(settings: Settings, busy: bool) -> None:
                                 key="adapt_keep_untested") if not goldsets else False
     left, right = st.columns(2)
     if left.button("Adapt the model", key="adapt_start", disabled=busy):
-        _follow(start_adapt(settings, goldsets, keep_untested))
+        _follow(start_adapt(settings, goldsets, keep_untested), "Adapting")
         st.rerun()
     if adopted and right.button("Go back to the configured model", key="adapt_revert", disabled=busy):
-        _follow(start_adapt(settings, [], False, revert=True))
+        _follow(start_adapt(settings, [], False, revert=True), "Adapting")
         st.rerun()
     if job is not None and job.finished:
         _show_outcome(job)
 
 
-def _follow(job: AdaptJob) -> None:
+def _follow(job: AdaptJob, doing: str) -> None:
     @st.fragment(run_every=1.0)
     def progress() -> None:
         if job.finished:
             st.rerun()
-        st.progress(job.fraction, text=f"Adapting: {job.describe()}")
+        st.progress(job.fraction, text=f"{doing}: {job.describe()}")
 
     progress()
 
@@ -175,3 +186,87 @@ def _show_outcome(job: AdaptJob) -> None:
                + ", ".join(f"{v} {k}" for k, v in outcome.pairs.items()) + " pairs.")
     if outcome.comparison:
         st.dataframe(comparison_frame(outcome.comparison), hide_index=True, width="stretch")
+
+
+def _queries_key(settings: Settings) -> str:
+    return store_key(settings) + " queries"
+
+
+def start_query_adapter(settings: Settings, goldsets: list, revert: bool = False) -> AdaptJob:
+    """Start `ragloupe adapt --queries` (or its revert) in a thread, or return the one going on this index."""
+    from ragloupe.adapt import query_run
+    from ragloupe.workspace import Workspace
+
+    jobs, lock = _registry()
+    with lock:
+        job = jobs.get(_queries_key(settings))
+        if job is not None and not job.finished:
+            return job
+        job = jobs[_queries_key(settings)] = AdaptJob(revert=revert, queries=True)
+
+    def work() -> None:
+        try:
+            job.outcome = query_run.revert_queries(settings) if revert else \
+                query_run.adapt_queries(Workspace.open(settings), goldsets, job.update)
+        except RagloupeError as exc:
+            job.error = app_message(exc)
+        except Exception as exc:  # a bug: the traceback goes to the log, the page says where
+            job.error = f"learning a query adapter failed ({type(exc).__name__}); the details are in {log_exception(exc)}"
+        finally:
+            job.fraction, job.finished = 1.0, True
+
+    threading.Thread(target=work, name="ragloupe-adapt-queries", daemon=True).start()
+    return job
+
+
+def query_adapter_section(settings: Settings, busy: bool) -> None:
+    """The section: what learning a query adapter does, the button, the progress, the last outcome."""
+    from ragloupe.evaluate.usersets import list_user_goldsets
+
+    st.header("Learn a query adapter from your gold sets")
+    own = settings.sources.get("query_adapter") == "adopted"
+    st.caption("Learns a map on the question's embedding from your gold questions and the pages they "
+               "name, so that dense searches nearer the passages that answer them. Each question is "
+               "scored by an adapter learned without it (5 folds), against what dense searches with "
+               "now; the adapter is kept for this index only if Hit@1 is not lower on any gold set and "
+               "MRR is higher overall. Nothing is re-embedded. It needs many questions: in ragloupe's "
+               "measurements a few dozen a document gained nothing, about 200 a document did (docs/adapt.md).")
+    if own:
+        st.info(f"Dense searches with this index's own query adapter: {settings.query_adapter}")
+    jobs, _lock = _registry()
+    job = jobs.get(_queries_key(settings))
+    if job is not None and not job.finished:
+        _follow(job, "Learning a query adapter")
+        return
+    goldsets = list_user_goldsets(settings)
+    st.write(f"Gold sets to learn from: {len(goldsets)}"
+             + (f" ({', '.join(p.stem for p in goldsets)})" if goldsets else " - make one on the Gold sets page"))
+    left, right = st.columns(2)
+    if left.button("Learn a query adapter", key="adapt_queries_start", disabled=busy or not goldsets):
+        _follow(start_query_adapter(settings, goldsets), "Learning a query adapter")
+        st.rerun()
+    if own and right.button("Stop using this index's query adapter", key="adapt_queries_revert", disabled=busy):
+        _follow(start_query_adapter(settings, [], revert=True), "Learning a query adapter")
+        st.rerun()
+    if job is not None and job.finished:
+        _show_query_outcome(job)
+
+
+def _show_query_outcome(job: AdaptJob) -> None:
+    if job.error:
+        st.error(job.error)
+        return
+    outcome = job.outcome
+    if isinstance(outcome, dict):
+        st.success(f"Dense searches with RAGLOUPE_QUERY_ADAPTER={outcome['reverted_to']} again.")
+        return
+    (st.success if outcome.kept else st.warning)(("Kept: " if outcome.kept else "Not kept: ") + outcome.reason)
+    if outcome.overridden_by:
+        st.warning(f"Saved for this index, but {outcome.overridden_by} wins while it is set: unset it to "
+                   "search with the index's own query adapter.")
+    left_out = "".join(f"; {n} left out: {why}" for why, n in outcome.skipped.items())
+    st.caption(f"{outcome.questions} gold questions from {len(outcome.goldsets)} gold set(s){left_out}. Before: "
+               f"RAGLOUPE_QUERY_ADAPTER={outcome.baseline}; after: each question searched with an adapter "
+               f"learned from the other {outcome.folds - 1} of {outcome.folds} folds, mode {outcome.mode}, "
+               "each question in its own document.")
+    st.dataframe(comparison_frame(outcome.comparison), hide_index=True, width="stretch")
