@@ -440,11 +440,8 @@ def _with_adopted_model(settings: Settings) -> Settings:
     person must remember to change."""
     if settings.adapted_model != "auto":
         return settings
-    try:
-        adopted = json.loads(adopted_model_file(settings).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return settings
-    name = adopted.get("model") if isinstance(adopted, dict) else None
+    adopted = _adoption(adopted_model_file(settings))
+    name = adopted.get("model")
     if adopted.get("source_model") != settings.embedding_model or not isinstance(name, str) \
             or not _MODEL_DIR_NAME.fullmatch(name):
         return settings
@@ -467,11 +464,8 @@ def _with_adopted_query_adapter(settings: Settings) -> Settings:
     in the index dir: it belongs to the index's documents and model, not to a person's settings."""
     if settings.sources.get("query_adapter") != "default":
         return settings
-    try:
-        adopted = json.loads(adopted_query_adapter_file(settings).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return settings
-    name = adopted.get("file") if isinstance(adopted, dict) else None
+    adopted = _adoption(adopted_query_adapter_file(settings))
+    name = adopted.get("file")
     if not isinstance(name, str) or not _QUERY_ADAPTER_NAME.fullmatch(name) \
             or adopted.get("model") != settings.embedding_model:
         return settings
@@ -480,6 +474,15 @@ def _with_adopted_query_adapter(settings: Settings) -> Settings:
         return settings
     sources = {**settings.sources, "query_adapter": "adopted"}
     return dataclasses.replace(settings, query_adapter=str(path), sources=sources)
+
+
+def _adoption(path: Path) -> dict:
+    """What an adoption record of the index dir says ({} when it is missing or not a JSON object)."""
+    try:
+        adopted = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return adopted if isinstance(adopted, dict) else {}
 
 
 def get_settings(**overrides: Any) -> Settings:

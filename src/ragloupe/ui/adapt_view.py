@@ -84,31 +84,40 @@ def _registry() -> tuple[dict[str, AdaptJob], threading.Lock]:
     return {}, threading.Lock()
 
 
-def start_adapt(settings: Settings, goldsets: list, keep_untested: bool, revert: bool = False) -> AdaptJob:
-    """Start adapting (or reverting) in a thread, or return the run already going on this index."""
-    from ragloupe.adapt import run
-    from ragloupe.workspace import Workspace
-
+def _start(key: str, job: AdaptJob, doing: str, run) -> AdaptJob:
+    """Run ``run(job.update)`` in a thread as ``job``, registered under ``key``, or return the job
+    already going under it; ``doing`` names the work in the error a bug leaves."""
     jobs, lock = _registry()
     with lock:
-        job = jobs.get(store_key(settings))
-        if job is not None and not job.finished:
-            return job
-        job = jobs[store_key(settings)] = AdaptJob(revert=revert)
+        going = jobs.get(key)
+        if going is not None and not going.finished:
+            return going
+        jobs[key] = job
 
     def work() -> None:
         try:
-            job.outcome = run.revert(settings, job.update) if revert else \
-                run.adapt(Workspace.open(settings), goldsets, job.update, keep_untested=keep_untested)
+            job.outcome = run(job.update)
         except RagloupeError as exc:
             job.error = app_message(exc)
         except Exception as exc:  # a bug: the traceback goes to the log, the page says where
-            job.error = f"adapting failed ({type(exc).__name__}); the details are in {log_exception(exc)}"
+            job.error = f"{doing} failed ({type(exc).__name__}); the details are in {log_exception(exc)}"
         finally:
             job.fraction, job.finished = 1.0, True
 
     threading.Thread(target=work, name="ragloupe-adapt", daemon=True).start()
     return job
+
+
+def start_adapt(settings: Settings, goldsets: list, keep_untested: bool, revert: bool = False) -> AdaptJob:
+    """Start adapting (or reverting) in a thread, or return the run already going on this index."""
+    from ragloupe.adapt import run
+    from ragloupe.workspace import Workspace
+
+    def adapt(update):
+        return run.revert(settings, update) if revert else \
+            run.adapt(Workspace.open(settings), goldsets, update, keep_untested=keep_untested)
+
+    return _start(store_key(settings), AdaptJob(revert=revert), "adapting", adapt)
 
 
 def comparison_frame(comparison: dict) -> pd.DataFrame:
@@ -197,26 +206,11 @@ def start_query_adapter(settings: Settings, goldsets: list, revert: bool = False
     from ragloupe.adapt import query_run
     from ragloupe.workspace import Workspace
 
-    jobs, lock = _registry()
-    with lock:
-        job = jobs.get(_queries_key(settings))
-        if job is not None and not job.finished:
-            return job
-        job = jobs[_queries_key(settings)] = AdaptJob(revert=revert, queries=True)
+    def learn(update):
+        return query_run.revert_queries(settings) if revert else \
+            query_run.adapt_queries(Workspace.open(settings), goldsets, update)
 
-    def work() -> None:
-        try:
-            job.outcome = query_run.revert_queries(settings) if revert else \
-                query_run.adapt_queries(Workspace.open(settings), goldsets, job.update)
-        except RagloupeError as exc:
-            job.error = app_message(exc)
-        except Exception as exc:  # a bug: the traceback goes to the log, the page says where
-            job.error = f"learning a query adapter failed ({type(exc).__name__}); the details are in {log_exception(exc)}"
-        finally:
-            job.fraction, job.finished = 1.0, True
-
-    threading.Thread(target=work, name="ragloupe-adapt-queries", daemon=True).start()
-    return job
+    return _start(_queries_key(settings), AdaptJob(revert=revert, queries=True), "learning a query adapter", learn)
 
 
 def query_adapter_section(settings: Settings, busy: bool) -> None:
