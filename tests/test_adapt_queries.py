@@ -93,14 +93,18 @@ def test_an_adapter_that_wins_out_of_fold_is_kept_and_dense_then_searches_with_i
     assert capsys.readouterr().err.strip().endswith("this index has no query adapter of its own: nothing to revert")
 
 
-def test_an_adapter_with_nothing_to_gain_is_not_kept_and_the_index_keeps_its_settings(indexed, tmp_path, capsys):
+def test_an_adapter_with_nothing_to_gain_is_not_kept_and_an_earlier_one_is_dropped(indexed, tmp_path, capsys):
+    earlier = adopted_query_adapter_file(indexed).parent / "query-adapter-0123456789ab.npz"
+    query_adapter.save(earlier, np.eye(384), indexed.embedding_model, {"questions": 30})
+    adopted_query_adapter_file(indexed).write_text(json.dumps({"file": earlier.name, "model": indexed.embedding_model}))
+    assert Settings.from_env().sources["query_adapter"] == "adopted"
     gold = gold_file(tmp_path / "verbatim.gold.json", {**VERBATIM, "n1": VERBATIM["n1"] * 2,
                                                         "n2": VERBATIM["n2"] * 2})
     assert main(["adapt", "--queries", str(gold), "--set", "query_adapter=off"]) == 0
-    said = capsys.readouterr().out
-    assert said.splitlines()[0] == "query adapter: 10 gold questions from 1 gold set(s)"
-    assert said.splitlines()[-1].startswith("NOT KEPT: ")
-    assert said.splitlines()[-1].endswith("the current one stays")
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == "query adapter: 10 gold questions from 1 gold set(s)"
+    assert said[-1].startswith("NOT KEPT: ")
+    assert said[-1].endswith(": RAGLOUPE_QUERY_ADAPTER=off stays; the index's earlier query adapter is no longer used")
     assert not adopted_query_adapter_file(indexed).exists()
     assert Settings.from_env().sources["query_adapter"] == "default"
 

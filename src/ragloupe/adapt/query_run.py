@@ -17,8 +17,9 @@ learns the map for the user's documents and model, in seconds, without re-embedd
 4. decide: adapt/compare.py's rule (Hit@1 not lower on any gold set, MRR over all questions higher);
 5. kept: one adapter trained on every question, saved as <index_dir>/models/query-adapter-<hash>.npz
    and named in <index_dir>/models/query_adapter.json, which Settings reads while
-   RAGLOUPE_QUERY_ADAPTER is left unset (config._with_adopted_query_adapter). Not kept: nothing
-   is adopted and an adopted one is left as it was.
+   RAGLOUPE_QUERY_ADAPTER is left unset (config._with_adopted_query_adapter). Not kept: the
+   baseline stays, and an adapter adopted by an earlier run is no longer used (the index follows
+   the last decision; the earlier one was not what this run compared against).
 
 The record (questions, folds, the before/after table, the decision, seconds) is written beside
 it as query-adapter-<hash>.adapt.json and returned.
@@ -47,7 +48,7 @@ from ragloupe.workspace import Workspace
 
 FOLDS = 5
 MIN_QUESTIONS = 10  # two a fold: fewer cannot both teach an adapter and test it
-NEW, CURRENT = "the learned query adapter", "the current one"
+NEW = "the learned query adapter"
 
 
 @dataclass
@@ -120,7 +121,11 @@ def adapt_queries(workspace: Workspace, goldsets: Sequence[str | Path], progress
     seconds["folds"] = _since(mark)
 
     table = compare.compare(*_by_set(sets, before, after))
-    decision = compare.decide(table, new=NEW, current=CURRENT)
+    decision = compare.decide(table, new=NEW, current=f"RAGLOUPE_QUERY_ADAPTER={baseline}")
+    adopted = adopted_query_adapter_file(settings)
+    if not decision.keep_adapted and adopted.is_file():  # the index follows this run's decision
+        adopted.unlink()
+        decision = replace(decision, reason=decision.reason + "; the index's earlier query adapter is no longer used")
     say(AdaptProgress("decide", detail=decision.reason))
     outcome = QueryAdaptOutcome(
         kept=decision.keep_adapted, reason=decision.reason, adapter_file="", baseline=baseline,
@@ -139,7 +144,7 @@ def adapt_queries(workspace: Workspace, goldsets: Sequence[str | Path], progress
             "refines": baseline if start is not None else None, "trained_by": "ragloupe adapt --queries",
             "question_digests": sorted({query_adapter.question_digest(q.question) for q in questions}),
             "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-        _write_json(adopted_query_adapter_file(settings), {
+        _write_json(adopted, {
             "file": path.name, "model": settings.embedding_model, "questions": len(questions),
             "gold_sets": outcome.goldsets, "adopted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         outcome.adapter_file = str(path)
