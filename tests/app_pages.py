@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from streamlit.testing.v1 import AppTest
 
 from ragloupe.config import PROJECT_ROOT
@@ -21,3 +23,13 @@ def run_page(name: str) -> AppTest:
 def assert_clean(app: AppTest) -> None:
     """No exception escaped to the page (a traceback would be shown to the user)."""
     assert not app.exception, [e.value for e in app.exception]
+
+
+def finish(job, app: AppTest, seconds: float = 120) -> None:
+    """Wait for a page's background job (ui/adapt_view.AdaptJob) to end, then run the page again,
+    as its progress fragment would, and check nothing escaped to it."""
+    deadline = time.monotonic() + seconds
+    while not job.finished and time.monotonic() < deadline:
+        time.sleep(0.5)
+    app.run()
+    assert_clean(app)

@@ -163,9 +163,7 @@ def test_a_merged_model_averages_the_trained_one_with_the_source_and_reuses_the_
 
 
 def test_index_page_adapts_the_model_and_shows_what_it_kept(settings, small_corpus, monkeypatch):
-    import time
-
-    from app_pages import assert_clean, run_page
+    from app_pages import finish, run_page
     from ragloupe.ui import adapt_view
     from ragloupe.ui.cache import store_key
 
@@ -178,11 +176,7 @@ def test_index_page_adapts_the_model_and_shows_what_it_kept(settings, small_corp
     app.checkbox(key="adapt_keep_untested").check().run()
     app.button(key="adapt_start").click().run()
     job = adapt_view._registry()[0][store_key(settings)]
-    deadline = time.monotonic() + 120
-    while not job.finished and time.monotonic() < deadline:
-        time.sleep(0.5)
-    app.run()
-    assert_clean(app)
+    finish(job, app)
     assert job.error is None
     assert any(s.value.startswith("Kept: no gold set to compare on") for s in app.success)
     # The page says how the kept model was made: its steps, and half of it the bundled model.

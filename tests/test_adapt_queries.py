@@ -130,9 +130,7 @@ def test_an_adoption_for_another_model_or_an_explicit_setting_is_not_applied(ind
 
 
 def test_index_page_learns_a_query_adapter_and_shows_what_it_kept(indexed, monkeypatch):
-    import time
-
-    from app_pages import assert_clean, run_page
+    from app_pages import finish, run_page
     from ragloupe.evaluate.usersets import goldsets_dir
     from ragloupe.ui import adapt_view
     from ragloupe.ui.cache import store_key
@@ -145,11 +143,7 @@ def test_index_page_learns_a_query_adapter_and_shows_what_it_kept(indexed, monke
     assert any(m.value == "Gold sets to learn from: 1 (swapped)" for m in app.markdown)
     app.button(key="adapt_queries_start").click().run()
     job = adapt_view._registry()[0][store_key(indexed) + " queries"]
-    deadline = time.monotonic() + 120
-    while not job.finished and time.monotonic() < deadline:
-        time.sleep(0.5)
-    app.run()
-    assert_clean(app)
+    finish(job, app)
     assert job.error is None
     outcome = job.outcome
     assert any(s.value == f"Kept: {outcome.reason}" for s in app.success)
