@@ -74,7 +74,7 @@ def summarise(rows: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", required=True, help="what index this is (bundled, adapted, ...)")
-    parser.add_argument("--set", default="confirm", choices=("confirm", "confirm2", "confirm3", "confirm4", "confirm5", "confirm6", "confirm7", "confirm8", "confirm9"),
+    parser.add_argument("--set", default="confirm", choices=("confirm", "confirm2", "confirm3", "confirm4", "confirm5", "confirm6", "confirm7", "confirm8", "confirm9", "confirm10"),
                         help="which confirmation set under data/benchmarks/")
     parser.add_argument("--modes", default="dense,bm25,hybrid")
     parser.add_argument("--out", type=Path)
