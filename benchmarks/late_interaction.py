@@ -1,13 +1,16 @@
 """Late interaction over the default's first candidates: MiniLM's token vectors, MaxSim, no training.
 
     RAGLOUPE_INDEX_DIR=<benchmark index> .venv/bin/python benchmarks/late_interaction.py \
-        [--families whole-report,...] [--out PATH]
+        [--families whole-report,...] [--sets confirm8,confirm9] [--out PATH]
+
+The recorded runs had the 1,314-question query adapter in force
+(RAGLOUPE_QUERY_ADAPTER=benchmarks/results/query_adapter_1314.npz), which never read sets 8 and 9.
 
 The dense engine compares one pooled vector per chunk (and per sentence) with one per
 question. Late interaction (ColBERT's MaxSim) keeps a vector per word piece instead: each of the
 question's word pieces finds its nearest word piece in the chunk, and the chunk scores the mean
 of those cosines. Here the vectors are the bundled MiniLM's last hidden states, unpooled and
-unit length (punctuation and [CLS]/[SEP] left out), with no training: a zero-cost test of whether
+unit length (punctuation and [CLS]/[SEP] left out), with no training: a test of whether
 word-piece-level meaning tells apart the neighbouring pages the default confuses.
 
 Each question is asked in its own document, as signals.py asks the tuning families; the
