@@ -86,6 +86,33 @@ def trained(parts, variant: str, leave_out: str | None, cache: Path) -> np.ndarr
     return matrix
 
 
+class Training:
+    """The training questions of ``fams`` (the families marked tuning), their vectors and documents, and
+    the adapters trained on them, kept under ``cache_root`` in a folder per training data."""
+
+    def __init__(self, workspace, fams: dict[str, dict], cache_root: Path):
+        self.families = {name: spec for name, spec in fams.items() if spec["tuning"]}
+        self.questions = [q for spec in self.families.values() for path in spec["paths"]
+                          for q in load_goldset(path).queries]
+        self.docs = {d: QT.doc_units(workspace, d) for d in sorted({q.doc_id for q in self.questions})}
+        self.vectors = np.asarray(workspace.embedder.encode([q.question for q in self.questions]), dtype=np.float32)
+        data_key = hashlib.sha256(json.dumps([str(workspace.store.fingerprint()),
+                                              [(q.query_id, q.doc_id) for q in self.questions]]).encode()).hexdigest()[:12]
+        self.cache = cache_root / data_key
+
+    def adapter(self, variant: str, leave_out: str | None) -> np.ndarray:
+        keep = [i for i, q in enumerate(self.questions) if q.doc_id != leave_out]
+        parts = QT.batches([self.questions[i] for i in keep], self.vectors[keep], self.docs)
+        return trained(parts, variant, leave_out, self.cache)
+
+
+def lodo_adapters(workspace, fams: dict[str, dict], variant: str = "lodo-r0.01",
+                  cache_root: Path = Path("/tmp/query_adapter")) -> dict[str, np.ndarray]:
+    """Each training document -> the adapter trained without it (what main()'s ``lodo-rR`` uses)."""
+    data = Training(workspace, fams, cache_root)
+    return {d: data.adapter(variant, d) for d in data.docs}
+
+
 def summary(paths: list[Path], baseline: Path) -> dict:
     """From runs of this script (no search): per run and variant, in each mode, the questions gained
     against ``baseline``'s ``none`` over the families trained on and over the held-out ones, and
@@ -141,22 +168,13 @@ def main() -> int:
         for part in ("grampian", "manuals", "natech"):
             fams[f"{args.confirm}-{part}"] = {"paths": sorted((BENCH / args.confirm / part).glob("*.json")),
                                               "tuning": False}
-    training = {name: spec for name, spec in fams.items() if spec["tuning"]}
-    questions = [q for spec in training.values() for path in spec["paths"] for q in load_goldset(path).queries]
-    docs = {d: QT.doc_units(workspace, d) for d in sorted({q.doc_id for q in questions})}
-    vectors = np.asarray(workspace.embedder.encode([q.question for q in questions]), dtype=np.float32)
-    data_key = hashlib.sha256(json.dumps([str(workspace.store.fingerprint()),
-                                          [(q.query_id, q.doc_id) for q in questions]]).encode()).hexdigest()[:12]
-    cache = args.cache / data_key
+    data = Training(workspace, fams, args.cache)
+    training, questions, docs = data.families, data.questions, data.docs
     doc_of = {q.question: q.doc_id for spec in fams.values() for path in spec["paths"]
               for q in load_goldset(path).queries}
 
-    def parts(leave_out: str | None):
-        return QT.batches([q for q in questions if q.doc_id != leave_out],
-                          vectors[[i for i, q in enumerate(questions) if q.doc_id != leave_out]], docs)
-
     if args.ship:
-        matrix = trained(parts(None), f"all-r{QT.REG:g}", None, cache)
+        matrix = data.adapter(f"all-r{QT.REG:g}", None)
         files = sorted({str(p.relative_to(PROJECT_ROOT)) for spec in training.values() for p in spec["paths"]})
         query_adapter.save(query_adapter.SHIPPED, matrix, settings.embedding_model, {
             "questions": len(questions), "gold_sets": files, "reg": QT.REG, "steps": QT.STEPS,
@@ -172,9 +190,9 @@ def main() -> int:
         if variant == "none":
             adapters = {}
         elif variant.startswith("lodo-"):
-            adapters = {d: trained(parts(d), variant, d, cache) for d in docs}
+            adapters = {d: data.adapter(variant, d) for d in docs}
         else:
-            whole = trained(parts(None), variant, None, cache)
+            whole = data.adapter(variant, None)
             adapters = {d: whole for d in docs}
         record[variant] = {"seconds": round(time.perf_counter() - started, 1),
                            "distance_from_identity": {d: round(float(np.linalg.norm(w - np.eye(len(w)))), 3)
