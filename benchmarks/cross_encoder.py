@@ -1,7 +1,7 @@
 """A cross-encoder trained from the bundled MiniLM on gold questions, re-ranking the default's first chunks.
 
     RAGLOUPE_INDEX_DIR=<benchmark index> .venv/bin/python benchmarks/cross_encoder.py \
-        [--epochs 1] [--group 4] [--max-length 288] [--out PATH]
+        [--epochs 1] [--lr 3e-5] [--group 4] [--max-length 288] [--folds 0,1,2] [--out PATH]
 
 On the benchmark index of benchmarks/adapt.py. The dense engine compares two vectors made
 apart: the question's and the chunk's. A cross-encoder reads question and chunk as one input
@@ -131,8 +131,8 @@ def groups(records: list[dict], workspace, size: int, rng: random.Random) -> lis
 
 
 def train(model: CrossEncoder, examples: list[tuple[str, list[str]]], epochs: int, per_step: int,
-          rng: random.Random) -> dict:
-    optimiser = torch.optim.AdamW([{"params": model.bert.parameters(), "lr": 3e-5},
+          lr: float, rng: random.Random) -> dict:
+    optimiser = torch.optim.AdamW([{"params": model.bert.parameters(), "lr": lr},
                                    {"params": model.head.parameters(), "lr": 1e-3}], weight_decay=0.01)
     steps = epochs * ((len(examples) + per_step - 1) // per_step)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / (0.1 * steps + 1))
@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", type=int, default=4, help="chunks per training question (1 positive)")
     parser.add_argument("--per-step", type=int, default=4, help="training questions per step")
     parser.add_argument("--max-length", type=int, default=288)
+    parser.add_argument("--lr", type=float, default=3e-5, help="the encoder's learning rate (the head's: 1e-3)")
     parser.add_argument("--folds", default="", help="only these folds (0-based, comma-separated)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/cross_encoder"))
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(fold)
         model = CrossEncoder(model_path, args.max_length)
         examples = groups([r for r in records if r["tuning"] and r["doc"] not in held], workspace, args.group, rng)
-        training[fold] = {"held_out": held, **train(model, examples, args.epochs, args.per_step, rng)}
+        training[fold] = {"held_out": held, **train(model, examples, args.epochs, args.per_step, args.lr, rng)}
         print(fold, training[fold], file=sys.stderr, flush=True)
         for i, r in enumerate(records):
             if r["doc"] in held:
