@@ -18,8 +18,8 @@ else one of the page's chunks) and the default's highest-ranked chunks of other 
 negatives; softmax over the group. Documents are held out by fold (FOLDS): a question is only
 ever scored by a model that never read its document. The re-ranking blends the fused score
 with the cross-encoder's over the default's first ``window`` chunks (reader.blend) at each
-weight. Per family: Hit@1 / Hit@3 / MRR and the paired test against the default and BM25
-alone, and the seconds a question costs. Writes benchmarks/results/cross_encoder.json.
+weight. Per family: Hit@1 / Hit@3 / MRR and the paired test against the default, and the
+seconds a question's reading costs. Writes benchmarks/results/cross_encoder.json.
 """
 
 from __future__ import annotations
@@ -227,10 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         reads = [read[i] for i in scored if records[i]["family"] == family]
         default = rows_of(rs, lambda r: r["pages"])
         index = {id(r): x for r, x in zip(rs, reads)}
-        row = {"default": S.option_entry(default, default, default, 0.0)}
+        row = {"default": {**S.figures(default), "vs_default": S.paired(default, default)}}
         for window, weight in OPTIONS:
             rows = rows_of(rs, lambda r: rerank(r, index[id(r)], window, weight))
-            row[f"cross top{window} w{weight:g}"] = S.option_entry(rows, default, default, 0.0)
+            row[f"cross top{window} w{weight:g}"] = {**S.figures(rows), "vs_default": S.paired(rows, default)}
         out[family] = row
         print(family, len(rs), {k: v["hit@1"] for k, v in row.items()}, flush=True)
     result = {"what": "a MiniLM cross-encoder trained on gold questions, documents held out by fold, "
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
               "index": str(settings.path("index_dir")), "scope": "each question in its own document",
               "command": "python benchmarks/cross_encoder.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "training": training, "families": out,
-              "winners": S.winners({f: r for f, r in out.items()}),
+              "winners": S.winners(out),
               "seconds_per_question": round(float(np.mean(seconds)), 3) if seconds else None,
               "load_average": round(os.getloadavg()[0], 1)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
