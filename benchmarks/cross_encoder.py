@@ -25,6 +25,7 @@ seconds a question's reading costs. Writes benchmarks/results/cross_encoder.json
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -170,10 +171,11 @@ def rerank(record: dict, read: list[float], window: int, weight: float) -> list[
     return M.dedupe([h["unit"] for h in order] + record["pages"])
 
 
-def rows_of(records: list[dict], units_of) -> list[dict]:
+def rows_of(scored: list[tuple[dict, list[float]]], units_of) -> list[dict]:
+    """Hit@1, Hit@3 and RR (cut at 10) per (record, its cross-encoder scores), ranked by ``units_of``."""
     out = []
-    for r in records:
-        m = M.query_metrics(units_of(r), r["gold"], (1, 3, 10))
+    for record, read in scored:
+        m = M.query_metrics(units_of(record, read), record["gold"], (1, 3, 10))
         out.append({"hit@1": m["hit@1"], "hit@3": m["hit@3"], "rr": m["rr"]})
     return out
 
@@ -196,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     workspace = Workspace.open(settings)
     fams = {**bench.families(), **QA.retired_families()}
     args.cache.mkdir(parents=True, exist_ok=True)
-    cached = args.cache / f"candidates-{str(workspace.store.fingerprint())[:12]}.json"
+    key = hashlib.sha256(json.dumps([str(workspace.store.fingerprint()), settings.weight_dense,
+                                     sorted(str(p) for spec in fams.values() for p in spec["paths"])]).encode())
+    cached = args.cache / f"candidates-{key.hexdigest()[:12]}.json"  # per index, fusion weight and gold sets
     if cached.is_file():
         records = json.loads(cached.read_text(encoding="utf-8"))
     else:
@@ -220,19 +224,16 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 read[i] = model.score(r["question"], [h["text"] for h in r["hits"]])
                 seconds.append(time.perf_counter() - started)
-    scored = [i for i in range(len(records)) if i in read]
     out = {}
-    for family in dict.fromkeys(records[i]["family"] for i in scored):
-        rs = [records[i] for i in scored if records[i]["family"] == family]
-        reads = [read[i] for i in scored if records[i]["family"] == family]
-        default = rows_of(rs, lambda r: r["pages"])
-        index = {id(r): x for r, x in zip(rs, reads)}
-        row = {"default": {**S.figures(default), "vs_default": S.paired(default, default)}}
+    for family in dict.fromkeys(records[i]["family"] for i in read):
+        scored = [(records[i], read[i]) for i in sorted(read) if records[i]["family"] == family]
+        default = rows_of(scored, lambda r, _: r["pages"])
+        row = {"default": S.figures(default)}
         for window, weight in OPTIONS:
-            rows = rows_of(rs, lambda r: rerank(r, index[id(r)], window, weight))
+            rows = rows_of(scored, lambda r, x: rerank(r, x, window, weight))
             row[f"cross top{window} w{weight:g}"] = {**S.figures(rows), "vs_default": S.paired(rows, default)}
         out[family] = row
-        print(family, len(rs), {k: v["hit@1"] for k, v in row.items()}, flush=True)
+        print(family, len(scored), {k: v["hit@1"] for k, v in row.items()}, flush=True)
     result = {"what": "a MiniLM cross-encoder trained on gold questions, documents held out by fold, "
                       "blended over the default's first chunks (benchmarks/cross_encoder.py)",
               "index": str(settings.path("index_dir")), "scope": "each question in its own document",
