@@ -189,27 +189,37 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 
 
 def build_demo_index(demo_settings: Settings) -> None:
-    """The demo corpus indexed as `ragloupe index` does, its chunk vectors taken from the
-    ones shipped in tests/data (demo_vectors.py says why); texts not there are encoded."""
-    from demo_vectors import SHIPPED, ShippedVectors
+    """The demo corpus indexed as `ragloupe index` does, its PDFs' extraction and its chunk
+    vectors taken from the ones shipped in tests/data (demo_extractions.py and demo_vectors.py
+    say why); a PDF or a text not there is extracted or encoded for real."""
+    import demo_extractions
+    import demo_vectors
     from ragloupe.index import pipeline
+    from ragloupe.ingest import pdf
     from ragloupe.workspace import save_search_copies
 
     shutil.rmtree(demo_settings.path("index_dir"), ignore_errors=True)
-    embedder = ShippedVectors(pipeline.get_embedder(demo_settings))
+    embedder = demo_vectors.ShippedVectors(pipeline.get_embedder(demo_settings))
+    extract = demo_extractions.ShippedExtractions(pdf.extract_in_child)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pipeline, "get_embedder", lambda settings: embedder)
+        patch.setattr(pdf, "extract_in_child", extract)
         summary = pipeline.run_index(list(DEMO_SOURCES), demo_settings, save_derived=save_search_copies)
     if summary.errors:
         raise RuntimeError(f"demo corpus did not index cleanly: {summary.errors}")
     if embedder.encoded:
         warnings.warn(f"{embedder.encoded} of {embedder.looked_up} demo chunk texts are not in "
-                      f"{SHIPPED.name} and were encoded by the model: refresh it with "
-                      "`.venv/bin/python tests/demo_vectors.py`", DemoVectorsStale)
+                      f"{demo_vectors.SHIPPED.name} and were encoded by the model: refresh it with "
+                      "`.venv/bin/python tests/demo_vectors.py`", DemoDataStale)
+    if extract.extracted:
+        warnings.warn(f"{extract.extracted} of {extract.looked_up} demo PDFs are not in "
+                      f"{demo_extractions.SHIPPED.name} as this code and these libraries read them, and "
+                      "were extracted: refresh it with `.venv/bin/python tests/demo_extractions.py`",
+                      DemoDataStale)
 
 
-class DemoVectorsStale(UserWarning):
-    """The shipped demo vectors no longer cover the demo index's chunks (the suite is slower)."""
+class DemoDataStale(UserWarning):
+    """The shipped demo vectors or extractions no longer cover the demo index (the suite is slower)."""
 
 
 def _demo_key(demo_settings: Settings, backend: str | None = None) -> str:
