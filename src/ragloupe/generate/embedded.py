@@ -157,12 +157,24 @@ def _gguf_parsed_once():
     a numpy memmap, whose per-slice overhead is most of the conversion: 14.6 s
     a parse here, 3.7 s over a plain view of the same mapping. The readers are
     only read from, so one serves all three calls.
+
+    Two more repeats are served once: the metadata (``load_gguf_checkpoint``
+    without tensors, asked for by the config and the tokenizer: every value of
+    the vocabulary turned into Python one at a time, each time; each caller gets
+    its own dicts and lists, as the callers change what they get), and gguf's tensor-name
+    map, which transformers rebuilds for each of the model's 313 tensors.
     """
+    import functools
+
     import gguf
     import numpy as np
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
     original = gguf.GGUFReader
+    original_checkpoint = gguf_utils.load_gguf_checkpoint
+    original_name_map = gguf.get_tensor_name_map
     parsed: dict[tuple[str, str], Any] = {}
+    metadata: dict[str, dict] = {}
 
     class PlainReader(original):
         @property
@@ -179,11 +191,30 @@ def _gguf_parsed_once():
             parsed[key] = PlainReader(path, mode)
         return parsed[key]
 
+    def checkpoint(path, return_tensors=False, *args, **kwargs):
+        if return_tensors or args or kwargs:
+            return original_checkpoint(path, return_tensors, *args, **kwargs)
+        if str(path) not in metadata:
+            metadata[str(path)] = original_checkpoint(path, False)
+        return {part: _copied(value) for part, value in metadata[str(path)].items()}
+
     gguf.GGUFReader = reader
+    gguf_utils.load_gguf_checkpoint = checkpoint
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(original_name_map)
     try:
         yield
     finally:
         gguf.GGUFReader = original
+        gguf_utils.load_gguf_checkpoint = original_checkpoint
+        gguf.get_tensor_name_map = original_name_map
+
+
+def _copied(value: Any) -> Any:
+    """Dicts and lists copied two levels down (their strings and numbers are immutable)."""
+    if isinstance(value, dict):
+        return {key: list(item) if isinstance(item, list) else (dict(item) if isinstance(item, dict) else item)
+                for key, item in value.items()}
+    return list(value) if isinstance(value, list) else value
 
 
 def _remove_abandoned_staging(target: Path) -> None:
