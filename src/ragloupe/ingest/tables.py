@@ -99,6 +99,9 @@ class PageTables:
     prose: str  # the page's text outside the tables
 
 
+_RETRY_S = 0.02  # CPU seconds between further stops, once a page is past its time
+
+
 class TableTimeout(BaseException):
     """Table detection on one page ran past its time.
 
@@ -115,6 +118,11 @@ def extract_within(page, seconds: float) -> PageTables:
     never ends still burns CPU, so the limit still stops it. pdfplumber is pure Python, so
     a SIGPROF raised into it stops it between bytecodes. Only the main thread can take a
     signal (the extraction child's is); elsewhere no limit is set.
+
+    The timer repeats every ``_RETRY_S`` of CPU time until detection ends: a signal can land
+    where Python swallows what it raises (a weak reference's callback during garbage
+    collection prints "Exception ignored" and carries on), and a single shot then let the
+    page run to its end.
     """
     import signal
     import threading
@@ -122,14 +130,20 @@ def extract_within(page, seconds: float) -> PageTables:
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         return extract_tables(page)
 
+    finished = False
+
     def stop(signum, frame):
-        raise TableTimeout()
+        if not finished:
+            raise TableTimeout()
 
     previous = signal.signal(signal.SIGPROF, stop)
     try:
-        signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-6))
-        return extract_tables(page)
+        signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-6), _RETRY_S)
+        found = extract_tables(page)
+        finished = True
+        return found
     finally:
+        finished = True
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, previous)
 
