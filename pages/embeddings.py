@@ -60,9 +60,11 @@ with page_errors():
         st.form_submit_button("Place")
 
     # A cold start fits the reducer over every chunk's vector: say so at once rather than show nothing.
-    expected = "30–60 s on 2 cores" if method == "umap" else "a few seconds"
-    with st.spinner(f"Reading the chunk vectors and fitting the 2-D map ({method.upper()}: {expected} "
-                    "the first time on an index, then it is kept)…", show_time=True):
+    # UMAP's times: benchmarks/projection_speed.py (numba compiles once a machine, then loads).
+    expected = ("up to a minute on 2 cores the first time on this machine, up to half a minute after"
+                if method == "umap" else "a few seconds")
+    with st.spinner(f"Reading the chunk vectors and fitting the 2-D map ({method.upper()}: {expected}; "
+                    "then it is kept for this index)…", show_time=True):
         projection = get_projection(settings, method)
     caption = (f"{projection.method.upper()} of {projection.sample_size:,} chunks"
                + (f" (sample of {projection.total:,})" if projection.sampled else " (all)"))

@@ -239,13 +239,14 @@ def test_each_page_url_as_a_fresh_servers_first_request_opens_inside_the_navigat
 
 
 def test_a_cold_embeddings_page_shows_a_spinner_with_the_time_before_the_map(first_requests):
-    """The map is fitted on a page's first visit (seconds; UMAP, a minute): until it shows, the
+    """The map is fitted on a page's first visit (seconds; UMAP, up to a minute): until it shows, the
     page says what it is doing and for how long, in one spinner, instead of a blank space."""
     tab, _ = first_requests["embeddings"]
     tab.locator(".js-plotly-plot").first.wait_for()
     seen = tab.evaluate("window.seen")
     waited = (seen["chart"] - seen["title"]) / 1000
-    says = re.compile(r"fitting the 2-D map \((PCA: a few seconds|UMAP: 30–60 s on 2 cores) the first time"
+    says = re.compile(r"fitting the 2-D map \((PCA: a few seconds|UMAP: up to a minute on 2 cores the first time on"
+                      r" this machine, up to half a minute after); then it is kept for this index\)"
                       r".*\(\d+(\.\d+)? seconds?\)", re.S)  # what it does, how long it takes, time gone by
     timed = [s["text"] for s in seen["spinners"] if s["at"] < seen["chart"] and says.search(s["text"])]
     # Streamlit shows a spinner after half a second: a map that came at once needs none.

@@ -88,3 +88,33 @@ def test_index_map_is_sampled_with_a_stated_size(demo_index):
     chunk = projection.chunks[0]
     placed = projection.place(store.get_embeddings([chunk.chunk_id]))
     assert np.allclose(placed[0], projection.coords[0], atol=1e-4)
+
+
+_SECOND_PROCESS = """
+import sys
+import numpy as np
+from ragloupe.diagnostics.projections import fit_reducer
+from numba.core.registry import CPUDispatcher
+
+fit_reducer(np.load(sys.argv[1]), "umap", seed=42)
+# Those compiled in this process and kept on disk (two tiny ones are compiled at import).
+used = [f for name, m in list(sys.modules.items()) if name.split(".")[0] == "umap"
+        for f in vars(m).values() if isinstance(f, CPUDispatcher) and f.overloads and f.stats.cache_path]
+print(len(used), sum(sum(f.stats.cache_hits.values()) for f in used),
+      sum(sum(f.stats.cache_misses.values()) for f in used))
+"""
+
+
+def test_a_later_process_loads_umaps_compiled_code_instead_of_compiling_it(tmp_path):
+    """UMAP's numba functions are compiled once on a machine: the next app server's first map
+    loads them from numba's disk cache (umap-learn itself caches one of them)."""
+    import subprocess
+    import sys
+
+    points, _ = _clusters()
+    fit_reducer(points, "umap", seed=42)  # compiles, or loads what an earlier process compiled
+    np.save(tmp_path / "points.npy", points)
+    done = subprocess.run([sys.executable, "-c", _SECOND_PROCESS, str(tmp_path / "points.npy")],
+                          capture_output=True, text=True, timeout=300, check=True)
+    used, hits, misses = map(int, done.stdout.split()[-3:])
+    assert used >= 5 and hits >= used and misses == 0

@@ -16,10 +16,18 @@ cores (benchmarks/projection_speed.py). So a new point goes where UMAP's
 transform starts it anyway: at the similarity-weighted mean position of its
 nearest fitted chunks (cosine, in the embedding space). It lands among the
 chunks it resembles, which is what the map is for.
+
+UMAP's first fit in a process compiles about a hundred numba functions
+(~9 s alone on two cores, far more beside other work); umap-learn asks numba
+to keep only one of them on disk. ``_umap()`` turns numba's disk cache on for
+the rest before their first call, so only the first map on a machine pays
+the compilation and every later process (each new app server) loads it.
 """
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -118,14 +126,28 @@ def fit_reducer(embeddings: np.ndarray, method: str, seed: int) -> tuple[Any, np
         reducer = PCA(n_components=2, svd_solver="randomized", random_state=seed)
         coords = reducer.fit_transform(embeddings)
     else:
-        import umap
-
+        umap = _umap()
         # random_state makes the map repeatable (at the cost of UMAP's parallelism);
         # cosine matches how the dense engine compares embeddings.
         reducer = umap.UMAP(n_components=2, n_neighbors=min(15, n - 1), min_dist=0.1,
                             metric="cosine", random_state=seed, n_jobs=1)
         coords = reducer.fit_transform(embeddings)
     return reducer, np.asarray(coords, dtype=np.float32), method, note
+
+
+@functools.cache
+def _umap() -> Any:
+    """umap-learn, with numba's disk cache on for every compiled function it defines."""
+    import umap
+    from numba.core.registry import CPUDispatcher
+
+    for name, module in list(sys.modules.items()):
+        if name == "umap" or name.startswith("umap."):
+            for function in list(vars(module).values()):
+                # One already compiled in this process keeps its code as it is.
+                if isinstance(function, CPUDispatcher) and not function.overloads:
+                    function.enable_caching()
+    return umap
 
 
 def fit_projection(chunks: Sequence[Chunk], embeddings: np.ndarray, method: str, seed: int,
