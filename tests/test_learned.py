@@ -32,7 +32,7 @@ from ragloupe.config import PROJECT_ROOT  # noqa: E402
 from ragloupe.evaluate import tuning as T  # noqa: E402
 from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 from ragloupe.cli.search_cmd import format_ranking  # noqa: E402
-from ragloupe.retrieve import features, learned  # noqa: E402
+from ragloupe.retrieve import features, learned, query_adapter  # noqa: E402
 from ragloupe.ui.why import learned_rows  # noqa: E402
 
 GRAMPIAN = sorted((PROJECT_ROOT / "data/benchmarks/grampian/eval").glob("*.eval.json"))
@@ -77,6 +77,36 @@ def test_a_model_trained_under_other_settings_is_refused_with_the_reason(trainer
     path.write_text(json.dumps(older), encoding="utf-8")
     with pytest.raises(learned.LearnedModelMismatch, match="feature version 0"):
         learned.load(fits)
+
+
+def test_a_model_trained_under_another_dense_engine_is_refused_and_an_older_file_read_as_before_it(
+        trainer, demo_index, tmp_path):
+    """Learned fusion reads dense's ranks and score gaps, which the query adapter and the sentence
+    weight change: a model trained under others is refused. A file that does not record them was
+    trained before they existed: under the question's own embedding and each chunk's own vector."""
+    path = tmp_path / "model.json"
+    path.write_text(learned.to_json(trainer.fit(np.arange(len(trainer.questions)))), encoding="utf-8")
+    fits = demo_index.replace(learned_model=str(path))
+    assert fits.query_adapter == "shipped" and fits.dense_sentence_weight == 0.4  # the defaults
+    assert learned.mismatches(learned.read(fits), fits) == []
+    with pytest.raises(learned.LearnedModelMismatch,
+                       match=r"it assumes query_adapter=sha256:[0-9a-f]{12} and query_adapter=off is in force"):
+        learned.load(fits.replace(query_adapter="off"))
+    with pytest.raises(learned.LearnedModelMismatch,
+                       match="it assumes dense_sentence_weight=0.4 and dense_sentence_weight=0 is in force"):
+        learned.load(fits.replace(dense_sentence_weight=0.0))
+    # The adapter is known by its matrix, whatever file it is read from.
+    copy = tmp_path / "same-adapter.npz"
+    copy.write_bytes(query_adapter.SHIPPED.read_bytes())
+    assert learned.mismatches(learned.read(fits), fits.replace(query_adapter=str(copy))) == []
+
+    older = json.loads(path.read_text(encoding="utf-8"))
+    del older["fingerprint"]["settings"]["query_adapter"], older["fingerprint"]["settings"]["dense_sentence_weight"]
+    path.write_text(json.dumps(older), encoding="utf-8")
+    problems = learned.mismatches(learned.read(fits), fits)
+    assert problems[0] == "it assumes dense_sentence_weight=0 and dense_sentence_weight=0.4 is in force"
+    assert problems[1].startswith("it assumes query_adapter=off and query_adapter=sha256:") and len(problems) == 2
+    assert learned.mismatches(learned.read(fits), fits.replace(query_adapter="off", dense_sentence_weight=0.0)) == []
 
 
 def test_search_explains_each_learned_hit_exactly(trainer, demo_index, tmp_path, workspace_of):

@@ -161,8 +161,10 @@ class Settings:
     # own embedding (evaluate/tune_rule.py; benchmarks/tune_oof.py --parts families --space core); with the
     # query adapter dense is the stronger engine, and 2:1 scored at or above 1.5:1 on 13 of the 14 families
     # it was chosen on, each question's adapter trained without its document (benchmarks/query_adapter.py,
-    # benchmarks/results/query_adapter_wd2.json against query_adapter.json). Learned fusion over pages and records scores lower
-    # on the paraphrased families and on Natech, so it is a mode to pick, not the default.
+    # benchmarks/results/query_adapter_wd2.json against query_adapter.json). Learned fusion over pages and records scored
+    # lower out-of-fold on the paraphrased families and on Natech, and retrained under the adapter it is level with
+    # min-max on blind sets 11 and 12 (benchmarks/results/confirm11_learned.json, confirm12_learned.json), so it is a
+    # mode to pick, not the default.
     candidate_window: int = 100  # each engine's list length before fusion
     # Dense scores a chunk by (1 - w) x its own embedding's cosine + w x its best sentence's (each
     # sentence embedded apart at index time, index/sentences.py); 0: the chunk's own alone. 0.4: the weight

@@ -123,11 +123,14 @@ def handle(args: argparse.Namespace) -> CommandResult:
         out = Path(args.out) if args.out else settings.path("runs_dir") / "learned-model.json"
         trained = train_learned(goldsets, out, workspace=workspace)
         held = trained["leave_one_group_out"]
+        trained["coverage"] = _trained_coverage(goldsets, Path(trained["path"]), settings, workspace.store)
+        adapter = trained["coverage"]["query_adapter"]
         text = [f"learned fusion model written to {trained['path']} ({trained['n_questions']} questions)"]
         if held:
-            text.append(f"leave-one-document-out: Hit@1 {held['hit@1']:.3f}, MRR {held['mrr']:.3f}")
+            text.append(f"leave-one-document-out: Hit@1 {held['hit@1']:.3f}, MRR {held['mrr']:.3f}"
+                        + (f" (in-sample for the query adapter, which learned from {adapter['learned_from']} of "
+                           "these questions: below)" if adapter["learned_from"] else ""))
         text.append(f"use it with RAGLOUPE_FUSION=learned RAGLOUPE_LEARNED_MODEL={trained['path']}")
-        trained["coverage"] = _trained_coverage(goldsets, Path(trained["path"]), settings, workspace.store)
         return CommandResult(trained, "\n".join(text + ["", *render_lines(trained["coverage"])]))
     confirm = [load_goldset(path) for path in confirmation_paths(args.confirm)]
     if args.confirm and not confirm:
@@ -147,12 +150,14 @@ def handle(args: argparse.Namespace) -> CommandResult:
 
 
 def _trained_coverage(goldsets, path: Path, settings, store) -> dict:
-    """The coverage audit of the gold sets, with the weights of the model just trained on them."""
+    """The coverage audit of the gold sets, with the weights of the model just trained on them and
+    the query adapter its dense features read (hybrid, the mode it was trained in)."""
     from ragloupe.evaluate.coverage_sources import coverage_report, model_weights
     from ragloupe.retrieve import learned
 
     model = learned.from_json(path.read_text(encoding="utf-8"), str(path))
-    return coverage_report(goldsets, settings, store, models=[model_weights("the model just trained", model, goldsets)])
+    return coverage_report(goldsets, settings, store, mode="hybrid",
+                           models=[model_weights("the model just trained", model, goldsets)])
 
 
 def summary(report) -> dict:

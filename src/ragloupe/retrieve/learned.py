@@ -9,8 +9,9 @@ intercept: that split is what "why this hit ranked here" shows.
 The model file holds the feature names, the scaler, the coefficients and a
 fingerprint of what it was trained on: the gold sets' sha256, the feature
 version and the settings the features assume (embedding model, chunking,
-BM25 parameters, query analysis). ``load`` checks the fingerprint against
-the settings in force and says plainly what differs. No pickle: JSON only,
+BM25 parameters, query analysis, the dense engine's sentence weight and query
+adapter). ``load`` checks the fingerprint against the settings in force and
+says plainly what differs. No pickle: JSON only,
 floats rounded, keys sorted, so the same training data gives a byte-identical
 file.
 """
@@ -28,6 +29,7 @@ import numpy as np
 from ragloupe.config import Settings
 from ragloupe.errors import ACTION, Action, LearnedModelMismatch
 from ragloupe.models import LearnedScore
+from ragloupe.retrieve import query_adapter
 from ragloupe.retrieve.features import FEATURE_VERSION, FEATURES, MODEL_FEATURES
 
 SCHEMA = "ragloupe.learned/1"
@@ -92,12 +94,20 @@ def assumed_settings(settings: Settings) -> dict:
 
     Query analysis itself is not among them (learned fusion always reads the
     question's periods, amounts and codes); the BM25 expansion it can switch on is,
-    because it changes what BM25 lists and scores.
+    because it changes what BM25 lists and scores. So are the dense engine's sentence
+    weight and query adapter, which change what dense lists and scores.
     """
     return {"embedding_model": settings.embedding_model, "chunk_tokens": settings.chunk_tokens,
             "chunk_overlap": settings.chunk_overlap, "chunk_context": settings.chunk_context,
             "bm25_k1": _plain(settings.bm25_k1), "bm25_b": _plain(settings.bm25_b),
-            "query_expansion": bool(settings.query_analysis and settings.query_expansion)}
+            "query_expansion": bool(settings.query_analysis and settings.query_expansion),
+            "dense_sentence_weight": _plain(settings.dense_sentence_weight),
+            "query_adapter": query_adapter.identity(settings)}
+
+
+# What a model file written before a setting was recorded was trained under: the setting did not
+# exist yet, so dense read each chunk's own embedding and the question's own.
+ASSUMED_BEFORE_RECORDED = {"dense_sentence_weight": 0, "query_adapter": "off"}
 
 
 def _plain(value: float) -> float | int:
@@ -179,7 +189,7 @@ def mismatches_with(model: LearnedModel, in_force: dict) -> list[str]:
     if version != FEATURE_VERSION or not set(model.features) <= set(FEATURES):
         problems.append(f"it was trained on feature version {version} and these features are version "
                         f"{FEATURE_VERSION}")
-    assumed = model.fingerprint.get("settings", {})
+    assumed = {**ASSUMED_BEFORE_RECORDED, **model.fingerprint.get("settings", {})}
     for name, value in in_force.items():
         if name in assumed and assumed[name] != value:
             problems.append(f"it assumes {name}={assumed[name]} and {name}={value} is in force")

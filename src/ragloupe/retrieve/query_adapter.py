@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -45,6 +45,11 @@ class QueryAdapter:
         """W v / |W v|, float32."""
         mapped = self.matrix @ np.asarray(vector, dtype=np.float32)
         return (mapped / np.linalg.norm(mapped)).astype(np.float32)
+
+    @cached_property
+    def digest(self) -> str:
+        """The matrix's own identity, whatever file or name it comes by (learned fusion records it)."""
+        return "sha256:" + hashlib.sha256(np.ascontiguousarray(self.matrix).tobytes()).hexdigest()[:12]
 
 
 def save(path: Path, matrix: np.ndarray, model: str, record: dict) -> None:
@@ -129,6 +134,13 @@ def in_force(settings: Settings, dim: int | None = None) -> tuple[QueryAdapter |
     n = adapter.record.get("questions")
     return adapter, (f"the question mapped by the {adapter.source} query adapter"
                      + (f" (learned from {n:,} gold questions)" if isinstance(n, int) else ""))
+
+
+def identity(settings: Settings) -> str:
+    """What of the adapter the dense engine's scores depend on: "off" when it reads the question's
+    own embedding, else the digest of the matrix it applies (retrieve/learned.assumed_settings)."""
+    adapter, _ = in_force(settings)
+    return "off" if adapter is None else adapter.digest
 
 
 def _model_name(model: str) -> str:
