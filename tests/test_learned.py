@@ -99,6 +99,8 @@ def test_a_model_trained_under_another_dense_engine_is_refused_and_an_older_file
     copy = tmp_path / "same-adapter.npz"
     copy.write_bytes(query_adapter.SHIPPED.read_bytes())
     assert learned.mismatches(learned.read(fits), fits.replace(query_adapter=str(copy))) == []
+    copy.write_bytes(b"not an adapter any more")  # a search without dense still runs; dense says why
+    assert learned.assumed_settings(fits.replace(query_adapter=str(copy)))["query_adapter"] == "unreadable"
 
     older = json.loads(path.read_text(encoding="utf-8"))
     del older["fingerprint"]["settings"]["query_adapter"], older["fingerprint"]["settings"]["dense_sentence_weight"]

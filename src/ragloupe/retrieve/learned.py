@@ -11,9 +11,8 @@ fingerprint of what it was trained on: the gold sets' sha256, the feature
 version and the settings the features assume (embedding model, chunking,
 BM25 parameters, query analysis, the dense engine's sentence weight and query
 adapter). ``load`` checks the fingerprint against the settings in force and
-says plainly what differs. No pickle: JSON only,
-floats rounded, keys sorted, so the same training data gives a byte-identical
-file.
+says plainly what differs. No pickle: JSON only, floats rounded, keys sorted,
+so the same training data gives a byte-identical file.
 """
 
 from __future__ import annotations

@@ -139,7 +139,10 @@ def in_force(settings: Settings, dim: int | None = None) -> tuple[QueryAdapter |
 def identity(settings: Settings) -> str:
     """What of the adapter the dense engine's scores depend on: "off" when it reads the question's
     own embedding, else the digest of the matrix it applies (retrieve/learned.assumed_settings)."""
-    adapter, _ = in_force(settings)
+    try:
+        adapter, _ = in_force(settings)
+    except SettingsInvalid:  # the dense engine says why when it runs; a search without it needs none
+        return "unreadable"
     return "off" if adapter is None else adapter.digest
 
 
