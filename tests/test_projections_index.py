@@ -1,8 +1,7 @@
 """The Embeddings page's map of a real index: a seeded sample, and chunks placed where they were fitted.
 
-Apart from tests/test_projections.py, which needs no demo index, so the suite runs that file
-first among those that need none: UMAP's numba functions are compiled early in the run and kept
-on disk, where the app servers' maps can load them instead of compiling them again.
+Apart from tests/test_projections.py, which needs no demo index: the suite runs that file early,
+so UMAP's numba functions are compiled (and kept on disk) before the app servers' first maps.
 """
 
 from __future__ import annotations
