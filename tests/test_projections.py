@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragloupe.diagnostics.projections import UMAP_MIN_POINTS, fit_projection, fit_reducer, sample_ids
+from ragloupe.diagnostics.projections import (UMAP_MIN_POINTS, fit_projection, fit_reducer,
+                                              map_points, project_index, sample_ids)
 from ragloupe.errors import RagloupeError
 from ragloupe.models import Chunk
 
@@ -71,6 +72,22 @@ def test_unknown_method_is_a_readable_error():
     points, _ = _clusters(n_per=4)
     with pytest.raises(RagloupeError, match="unknown projection method"):
         fit_reducer(points, "tsne", seed=1)
+
+
+def test_index_map_is_sampled_with_a_stated_size(demo_index):
+    from ragloupe.index.store import open_store
+
+    store = open_store(demo_index)
+    projection = project_index(store, method="pca", max_points=50, seed=3)
+    assert projection.total == store.count() > 50
+    assert projection.sample_size == 50 and projection.sampled
+    assert "50" in projection.note and f"{projection.total:,}" in projection.note
+    rows = map_points(projection)
+    assert {row["chunk_id"] for row in rows} == {c.chunk_id for c in projection.chunks}
+    # A chunk's own embedding placed with the fitted reducer lands on its point.
+    chunk = projection.chunks[0]
+    placed = projection.place(store.get_embeddings([chunk.chunk_id]))
+    assert np.allclose(placed[0], projection.coords[0], atol=1e-4)
 
 
 _SECOND_PROCESS = """
