@@ -113,9 +113,13 @@ with page_errors():
                                           format_func=lambda m: {"rrf": "reciprocal rank (RRF)",
                                                                  "minmax": "min-max scores",
                                                                  "learned": "learned (model)"}.get(m, m),
-                                          help="Learned fusion ranks the kind of unit its model was "
-                                               "trained on (report pages, for the shipped one); "
-                                               "other candidates are fused by min-max with the weights here.")
+                                          help="Learned fusion ranks the kinds of unit its model was "
+                                               "trained on (pages and records, for the shipped one) under "
+                                               "the settings it was trained with (the embedding model, "
+                                               "chunking, BM25's parameters, the dense engine's query adapter and "
+                                               "sentence weight); other candidates, or any search under other "
+                                               "settings, are fused by min-max with the weights here, and the "
+                                               "page says why.")
             weight_dense = dense_col.slider("Dense weight", 0.0, 3.0, step=0.1,
                                             key=f"{PAGE}.weight_dense")
             weight_bm25 = bm25_col.slider("BM25 weight", 0.0, 3.0, step=0.1,

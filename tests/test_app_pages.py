@@ -396,6 +396,8 @@ def test_search_page_warns_above_the_table_when_fusion_falls_back_and_names_each
     pages_only.write_text(json.dumps(shipped), encoding="utf-8")
     monkeypatch.setenv("RAGLOUPE_LEARNED_MODEL", str(pages_only))
     app = run_page("search_compare")
+    said = app.selectbox(key="search.fusion").help  # what the choice promises, before it is made
+    assert "pages and records, for the shipped one" in said and "query adapter" in said
     app.selectbox(key="search.fusion").set_value("learned")
     _search(app, "emergency response plan for flooding", ["dense", "hybrid"], 10)
     used = next(t.value for t in app.text if t.value.startswith("Fusion: "))
