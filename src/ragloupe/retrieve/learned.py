@@ -189,9 +189,11 @@ def mismatches_with(model: LearnedModel, in_force: dict) -> list[str]:
         problems.append(f"it was trained on feature version {version} and these features are version "
                         f"{FEATURE_VERSION}")
     assumed = {**ASSUMED_BEFORE_RECORDED, **model.fingerprint.get("settings", {})}
+    words = {"query_adapter": query_adapter.described}  # a digest alone says nothing to a reader
     for name, value in in_force.items():
         if name in assumed and assumed[name] != value:
-            problems.append(f"it assumes {name}={assumed[name]} and {name}={value} is in force")
+            said = words.get(name, str)
+            problems.append(f"it assumes {name}={said(assumed[name])} and {name}={said(value)} is in force")
     return problems
 
 

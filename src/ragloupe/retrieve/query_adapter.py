@@ -146,6 +146,13 @@ def identity(settings: Settings) -> str:
     return "off" if adapter is None else adapter.digest
 
 
+def described(identity_: str) -> str:
+    """An identity() in words: the shipped adapter's digest is named as such."""
+    if identity_.startswith("sha256:") and identity_ == read_file(SHIPPED, "shipped").digest:
+        return f"shipped ({identity_})"
+    return identity_
+
+
 def _model_name(model: str) -> str:
     """"all-MiniLM-L6-v2" for the bundled model or a path to it, a folder's name for another."""
     return Path(model.removeprefix("bundled:")).name or model
