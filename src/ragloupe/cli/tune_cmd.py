@@ -165,7 +165,8 @@ def summary(report) -> dict:
     d = report.data
     keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
             "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
-            "families", "selection", "default_rule", "confirmation", "not_indexed", "decision", "replay_check", "chunking", "coverage")
+            "families", "selection", "default_rule", "confirmation", "not_indexed", "decision", "replay_check", "chunking",
+            "query_adapter", "coverage")
     return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys if k in d},
             "timings": report.timings}
 
@@ -192,6 +193,8 @@ def render(report, apply_note: str = "") -> str:
         lines.append(f"{label:<34}{_figure(fig['hit@1']):>20}{_figure(fig['hit@3']):>20}{_figure(fig['mrr']):>20}")
     if d["current"].get("note"):
         lines.append(f"settings in force: {d['current']['note']}")
+    if (d.get("query_adapter") or {}).get("source"):
+        lines.append(f"query adapter ({d['query_adapter']['source']}): {d['query_adapter']['scored']}")
     gap = d["optimism_gap"]
     lines += ["", f"optimism gap (in-sample minus out-of-fold): Hit@1 {gap['hit@1']:+.3f}, "
                   f"MRR {gap['mrr']:+.3f}, objective {gap['objective']:+.3f}",
@@ -278,6 +281,8 @@ def env_values(config: dict) -> dict[str, str]:
     values = {"RAGLOUPE_MODE": str(config["mode"])}
     for name in (name for name in KNOBS if name in config):
         value = config[name]
+        if name == "query_adapter" and value not in ("shipped", "off"):
+            continue  # a file: the one in force (an index's own stays named where `adapt --queries` put it)
         values[f"RAGLOUPE_{name.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
     return values
 

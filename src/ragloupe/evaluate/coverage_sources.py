@@ -56,32 +56,39 @@ def model_weights(label: str, model, goldsets: Sequence[GoldSet]) -> C.ModelWeig
 
 
 def coverage_report(goldsets: Sequence[GoldSet], settings: Settings, store, mode: str | None = None,
-                    models: Sequence[C.ModelWeights] = ()) -> dict:
-    """The coverage section of a run or tuning report; ``mode`` adds the model in force under it."""
+                    models: Sequence[C.ModelWeights] = (), adapter_retrained: bool = False) -> dict:
+    """The coverage section of a run or tuning report; ``mode`` adds the model in force under it.
+    ``adapter_retrained``: tune retrained the query adapter in its folds (evaluate/tune_adapter.py)."""
     layouts = document_layouts(settings, (q.doc_id for g in goldsets for q in g.queries), store)
     in_force = model_in_force(settings, mode, goldsets) if mode else []
     report = C.audit(goldsets, layouts, [*in_force, *models])
     # Not a coverage finding: shown beside them, under its own words (coverage_text, coverage_view).
-    report["query_adapter"] = adapter_in_sample(settings, mode, goldsets)
+    report["query_adapter"] = adapter_in_sample(settings, mode, goldsets, adapter_retrained)
     return _rounded(report)
 
 
-def adapter_in_sample(settings: Settings, mode: str | None, goldsets: Sequence[GoldSet]) -> dict:
+def adapter_in_sample(settings: Settings, mode: str | None, goldsets: Sequence[GoldSet],
+                      retrained: bool = False) -> dict:
     """How many of the gold questions the query adapter dense searches with learned from (none
-    when ``mode`` runs no dense engine of ours): their figures are in-sample, and say so."""
+    when ``mode`` runs no dense engine of ours): their figures are in-sample, and say so, unless
+    ``retrained`` (tune scored them with adapters retrained without the held-out document's)."""
     from ragloupe.retrieve import query_adapter
     from ragloupe.retrieve.modes import runs_dense
 
     questions = [q.question for g in goldsets for q in g.queries]
     adapter = query_adapter.in_force(settings)[0] if mode and runs_dense([mode]) else None
     n = query_adapter.learned_from(adapter, questions) if adapter else 0
-    warning = ""
-    if n:
+    warning = note = ""
+    if n and retrained:
+        note = (f"{n} of these {len(questions)} questions are among those the {adapter.source} query adapter "
+                "learned from, so tune scored every configuration that searches with it by an adapter of its "
+                "recipe retrained in each fold, without the held-out document's questions")
+    elif n:
         warning = (f"{n} of these {len(questions)} questions are among those the {adapter.source} query adapter "
                    "learned from: dense and the default score them in-sample, higher than a new question "
                    "would be (RAGLOUPE_QUERY_ADAPTER=off scores them without it)")
     return {"source": adapter.source if adapter else None, "learned_from": n, "questions": len(questions),
-            "warning": warning}
+            "warning": warning, "note": note}
 
 
 def _rounded(value: Any) -> Any:

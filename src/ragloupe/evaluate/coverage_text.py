@@ -151,6 +151,9 @@ def render_lines(coverage: Mapping) -> list[str]:
                  f"{percent(wording['best_other_share'])})" if wording.get("n_placed") else "")
         lines.append(f"  {group['name']} ({group['n_placed']} questions): {spread} -> {verdict}{words}")
     lines += [f"  warning: {w}" for w in coverage["warnings"]]
-    if in_sample := (coverage.get("query_adapter") or {}).get("warning"):
-        lines.append(f"  in-sample: {in_sample}")
+    adapter = coverage.get("query_adapter") or {}
+    if adapter.get("warning"):
+        lines.append(f"  in-sample: {adapter['warning']}")
+    elif adapter.get("note"):
+        lines.append(f"  query adapter: {adapter['note']}")
     return lines

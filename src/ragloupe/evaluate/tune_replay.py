@@ -44,8 +44,7 @@ def filters_for(query: GoldQuery, scope: str) -> dict:
 def fetch_all(questions: Sequence[TuneQuestion], configs: Sequence[Config], scope: str, settings: Settings,
               workspace, progress: Progress | None = None) -> Fetched:
     """fetch() every question once per engine setting, over the largest window, with every unit view."""
-    window = max(max(int(c.settings["candidate_window"]), K) for c in configs)
-    views = sorted({c.settings["unit_view"] for c in configs} - {"none"})
+    window, views = fetch_window(configs), fetch_views(configs)
     keys = sorted({c.engine_key() for c in configs})
     fetched = Fetched()
     for n, key in enumerate(keys):  # keys outermost: each key's BM25 and unit indexes are built once
@@ -57,6 +56,16 @@ def fetch_all(questions: Sequence[TuneQuestion], configs: Sequence[Config], scop
         if progress:
             progress(0.3 * (n + 1) / len(keys), "engines")
     return fetched
+
+
+def fetch_window(configs: Sequence[Config]) -> int:
+    """The candidate window one fetch serves every configuration from: the largest (at least K)."""
+    return max(max(int(c.settings["candidate_window"]), K) for c in configs)
+
+
+def fetch_views(configs: Sequence[Config]) -> list[str]:
+    """The unit views one fetch scores for every configuration."""
+    return sorted({c.settings["unit_view"] for c in configs} - {"none"})
 
 
 def replay_config(config: Config, settings: Settings) -> ReplayConfig:

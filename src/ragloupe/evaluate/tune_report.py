@@ -57,6 +57,8 @@ class Scored:
     # The confirmation family (--confirm): every configuration's metrics on its questions, never chosen on.
     confirm_scores: np.ndarray | None = None  # [config, question, metric]
     confirm_families: Sequence[str] = ()
+    # Configurations whose query adapter was retrained in the folds (evaluate/tune_adapter.py).
+    adapter_retrained: Sequence[int] = ()
 
     @property
     def families(self) -> list[str]:
@@ -201,7 +203,8 @@ def _config_rows(run: Scored) -> list[dict]:
              "held_out_objective": float(held_mean[c]),
              "family_objective": {n: float(objective[c, labels == n].mean()) for n in names},
              "hit@1": float(run.scores[c, :, HIT1].mean()), "mrr": float(run.scores[c, :, RR].mean()),
-             "chosen_in_folds": [p.held_out for p in run.picks if p.chosen == c], "learned": cfg.learned}
+             "chosen_in_folds": [p.held_out for p in run.picks if p.chosen == c], "learned": cfg.learned,
+             "adapter_retrained": c in run.adapter_retrained}
             for c, cfg in enumerate(run.configs)]
 
 

@@ -23,16 +23,17 @@ KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "
          "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost",
          "prefer_tables", "prefer_tables_boost", "unit_view", "unit_dense", "unit_weight_bm25",
          "unit_weight_dense", "unit_bm25_b", "query_expansion", "period_filter", "dense_sentence_weight",
-         "chunk_tokens", "chunk_overlap")
+         "query_adapter", "chunk_tokens", "chunk_overlap")
 # The chunking is a knob like the others, so a configuration is everything --apply would write;
 # but it is not replayed: each chunking is scored on an index cut with it (evaluate/tune_indexes.py).
 CHUNKING_KNOBS = ("chunk_tokens", "chunk_overlap")
 # Knobs that change what an engine lists (the others act after the engines): the query
 # expansion adds the written variants of a question's periods and codes to BM25's query,
 # and the period filter (whole-index scope) lists only the documents of the question's period.
-# The dense engine's sentence weight blends each chunk's best sentence into its score (index/sentences.py).
+# The dense engine's sentence weight blends each chunk's best sentence into its score (index/sentences.py),
+# and the query adapter maps the question's vector before it searches (retrieve/query_adapter.py).
 ENGINE_KNOBS = ("bm25_k1", "bm25_b", "query_analysis", "query_expansion", "period_filter",
-                "dense_sentence_weight")
+                "dense_sentence_weight", "query_adapter")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ class Config:
         return self.settings["fusion"] == "learned" and self.mode.split("+")[0] == "hybrid"
 
     @property
+    def adapted(self) -> bool:
+        """It searches dense with a query adapter (the one in force: the only one a space holds)."""
+        return self.settings["query_adapter"] != "off" and runs_dense([self.mode])
+
+    @property
     def chunking(self) -> str:
         """The chunking the configuration is scored on, as TOKENS/OVERLAP."""
         return f"{self.settings['chunk_tokens']}/{self.settings['chunk_overlap']}"
@@ -66,6 +72,11 @@ class Config:
         """The same configuration over an index cut with another chunking."""
         changes = {"chunk_tokens": int(tokens), "chunk_overlap": int(overlap)}
         return Config(self.mode, tuple((name, changes.get(name, value)) for name, value in self.knobs))
+
+    def without_adapter(self) -> "Config":
+        """The same configuration searching dense with the question's own vector."""
+        return Config(self.mode, tuple((name, "off" if name == "query_adapter" else value)
+                                       for name, value in self.knobs))
 
     def engine_key(self) -> tuple:
         values = self.settings
@@ -76,6 +87,9 @@ class Config:
         return f"{self._label_without_chunking()} chunks {self.chunking}"
 
     def _label_without_chunking(self) -> str:
+        return self._engines_and_fusion() + (" +adapter" if self.adapted else "")
+
+    def _engines_and_fusion(self) -> str:
         v = self.settings
         bm25 = f"k1={v['bm25_k1']:g} b={v['bm25_b']:g}"
         qa = (f" +qa{' boost' + format(v['period_boost'], 'g') if v['period_boost'] else ''}"
@@ -129,6 +143,8 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
            "unit_view": "none", "query_expansion": False, "period_filter": False}
     current = Config.of(settings.mode, settings)
     configs = [current, Config.of("bm25", settings, **off), Config.of("dense", settings, **off)]
+    # The query adapter in force against the question's own vector, in the mode in force and in dense.
+    configs += [c.without_adapter() for c in configs if c.adapted]
     if space == "small":
         hybrid = {**off, "page_aggregation": "max"}
         configs += [Config.of("hybrid", settings, **{**hybrid, "fusion": "rrf", "rrf_k": 60, "weight_dense": 1,
@@ -168,6 +184,8 @@ def core_space(settings: Settings, off: dict) -> list[Config]:
         configs.append(Config.of("dense", settings, **off, dense_sentence_weight=weight))
         configs.append(Config.of("hybrid", settings, **hybrid, fusion="minmax", weight_dense=2, weight_bm25=1,
                                  dense_sentence_weight=weight))
+        configs.append(Config.of("hybrid", settings, **hybrid, fusion="minmax", weight_dense=2, weight_bm25=1,
+                                 dense_sentence_weight=weight, query_adapter="off"))
     learned = {**hybrid, "fusion": "learned", "query_analysis": True}
     # Learned fusion is trained inside every fold: the settings in force stand for it when they use it.
     if not (settings.fusion == "learned" and settings.query_analysis and settings.mode == "hybrid"):

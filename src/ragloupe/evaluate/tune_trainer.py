@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -40,6 +40,8 @@ def unit_kind(questions: Sequence[TuneQuestion]) -> str:
 
 class LearnedTrainer:
     """Learned fusion under one configuration: trains on some questions, scores others."""
+
+    learned = True  # its fitted model is the one the coverage audit shows
 
     def __init__(self, config: Config, questions: Sequence[TuneQuestion], fetched: Fetched, settings: Settings,
                  features: Sequence[str] | None = None):
@@ -76,18 +78,23 @@ class LearnedTrainer:
         return self.score(self.fit(train), test)
 
     def grouped_score(self, subset: np.ndarray, groups: Sequence[str]) -> np.ndarray:
-        """Grouped cross-validation within ``subset``: each of its questions scored by a model that
-        never saw its group. Up to INNER_FOLDS folds, the groups dealt to them in name order (with
-        three reports, that is leave one report out)."""
-        labels = np.asarray(groups)[subset]
-        names = sorted(set(labels.tolist()))
-        bucket = {name: i % INNER_FOLDS for i, name in enumerate(names)}
-        folds = np.asarray([bucket[name] for name in labels.tolist()])
-        out = np.zeros((len(subset), len(METRICS)))
-        for fold in sorted(set(folds.tolist())):
-            inside = folds == fold
-            out[inside] = self.fit_and_score(subset[~inside], subset[inside])
-        return out
+        return grouped_cross_validation(self.fit_and_score, subset, groups)
+
+
+def grouped_cross_validation(fit_and_score: Callable[[np.ndarray, np.ndarray], np.ndarray], subset: np.ndarray,
+                             groups: Sequence[str]) -> np.ndarray:
+    """Grouped cross-validation within ``subset``: each of its questions scored by a model that
+    never saw its group. Up to INNER_FOLDS folds, the groups dealt to them in name order (with
+    three reports, that is leave one report out)."""
+    labels = np.asarray(groups)[subset]
+    names = sorted(set(labels.tolist()))
+    bucket = {name: i % INNER_FOLDS for i, name in enumerate(names)}
+    folds = np.asarray([bucket[name] for name in labels.tolist()])
+    out = np.zeros((len(subset), len(METRICS)))
+    for fold in sorted(set(folds.tolist())):
+        inside = folds == fold
+        out[inside] = fit_and_score(subset[~inside], subset[inside])
+    return out
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ measures the whole selection procedure instead, by grouped cross-validation:
    held-out group. Learned fusion is trained on the training groups only
    (tune_trainer.py), and its training score is itself an inner
    leave-one-group-out figure, never a fit to the questions it is scored on.
+   So is the query adapter in force when it learned from the gold questions
+   (tune_adapter.py): it is retrained in each fold and the held-out questions
+   searched again with it.
 3. The held-out questions of all folds, concatenated, are the out-of-fold
    figure of the procedure, overall and per family, with bootstrap CIs;
    beside it, the in-sample best and the gap between the two (tune_report.py).
@@ -50,15 +53,16 @@ from ragloupe.evaluate.tune_folds import (HIT1, KS, METRICS, RR, Fold, FoldResul
                                           TuneQuestion, family_of, group_of, grouped_folds, is_held_out,
                                           nested_select, objective_per_query, out_of_fold, paired, select,
                                           tune_questions)
-from ragloupe.evaluate import tune_indexes as TI
-from ragloupe.evaluate.tune_replay import (Fetched, check_replay, fetch_all, indexed_only, metric_row, ranked_units,
-                                           score_configs)
+from ragloupe.evaluate import tune_adapter as TA, tune_indexes as TI
+from ragloupe.evaluate.tune_replay import (Fetched, check_replay, fetch_all, fetch_views, fetch_window, indexed_only,
+                                           metric_row, ranked_units, score_configs)
 from ragloupe.evaluate.tune_report import (SCHEMA, Scored, TuneReport, apply_decision, build_report,  # noqa: F401
                                            chosen_config, latest_tune, load_tune, rebuild_note)
 from ragloupe.evaluate.tune_rule import RULE, judge, select_default, simplicity  # noqa: F401
 from ragloupe.evaluate.tune_space import (CHUNKING_KNOBS, ENGINE_KNOBS, KNOBS, SCOPES, SPACES,  # noqa: F401
                                           Config, TuningError, search_space)
-from ragloupe.evaluate.tune_trainer import LearnedTrainer, in_force_scores, train_learned, unit_kind  # noqa: F401
+from ragloupe.evaluate.tune_trainer import (InForce, LearnedTrainer, in_force_scores, train_learned,  # noqa: F401
+                                            unit_kind)
 from ragloupe.workspace import Workspace
 
 Progress = Callable[[float, str], None]
@@ -99,18 +103,27 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     asked = questions
     questions = indexed_only(questions, workspace.store)
     confirming = indexed_only(confirming, workspace.store) if confirming else []
-    sweep = _Sweep(questions, scope, settings, workspace, progress, confirming)
-    for v, variant in enumerate(variants):
-        sweep.score_variant(v, variant, len(variants), base_configs)
-    run, learned_s = sweep.select(sets, space, variants, cuts)
+    adapter_read = TA.needs_retraining(settings, questions)
+    if adapter_read:  # learned fusion contenders learn from fetched candidates: not from that adapter's
+        base_configs = list(dict.fromkeys([base_configs[0], *(c.without_adapter() if c.learned else c
+                                                              for c in base_configs[1:])]))
+    with TA.scratch_dir() as scratch:
+        sweep = _Sweep(questions, scope, settings, workspace, progress, confirming,
+                       Path(scratch) if adapter_read else None)
+        for v, variant in enumerate(variants):
+            sweep.score_variant(v, variant, len(variants), base_configs)
+        run, learned_s = sweep.select(sets, space, variants, cuts)
     data = build_report(run)
+    data["query_adapter"] = TA.report_section(settings, questions, confirming, adapter_read, run.configs[0])
     data["not_indexed"] = _left_out(asked, questions)
     if confirm_sets:
         data["confirmation_goldsets"] = [{"name": g.name, "sha256": g.sha256, "queries": len(g.queries)}
                                          for g in confirm_sets]
     best = data["in_sample_best"]["index"]  # the coverage audit, with the model tune would ship if learned
-    tuned = [CS.fitted_model(sweep.trainers[best], len(questions), sets)] if best in sweep.trainers else []
-    data["coverage"] = CS.coverage_report(sets, settings, workspace.store, sweep.configs[0].mode, tuned)
+    trainer = sweep.trainers.get(best)
+    tuned = [CS.fitted_model(trainer, len(questions), sets)] if trainer is not None and trainer.learned else []
+    data["coverage"] = CS.coverage_report(sets, settings, workspace.store, sweep.configs[0].mode, tuned,
+                                          adapter_retrained=bool(adapter_read))
     timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 2),
                **{name: round(value, 2) for name, value in sweep.seconds.items()},
                "learned_s": round(learned_s, 2),
@@ -126,8 +139,13 @@ class _Sweep:
     """The state of one tune run across its chunking variants: configurations, scores, trainers."""
 
     def __init__(self, questions: list[TuneQuestion], scope: str, settings: Settings, workspace,
-                 progress: Progress | None, confirming: Sequence[TuneQuestion] = ()):
+                 progress: Progress | None, confirming: Sequence[TuneQuestion] = (),
+                 adapter_scratch: Path | None = None):
         self.questions, self.scope, self.settings = questions, scope, settings
+        # Where the adapters retrained in the folds go; None: the adapter in force (if any) read none
+        # of the questions, and configurations with it are scored as they are.
+        self.adapter_scratch = adapter_scratch
+        self.adapter_fetches: dict = {}
         self.confirming = list(confirming)  # the confirmation family's questions: scored, never chosen on
         self.confirm_fetched: list[Fetched] = []
         self.confirm_scores: list[np.ndarray] = []
@@ -171,6 +189,11 @@ class _Sweep:
             self.confirm_scores.append(score_configs(self.confirming, configs, confirm_fetched, settings))
         self.trainers.update({len(self.configs) + c: LearnedTrainer(config, self.questions, fetched, settings)
                               for c, config in enumerate(configs) if config.learned})
+        if self.adapter_scratch is not None and any(c.adapted for c in configs):
+            fits = TA.AdapterFits(self.questions, settings, workspace, self.adapter_scratch / f"chunking-{v}")
+            self.trainers.update({len(self.configs) + c: TA.AdapterTrainer(
+                config, fits, self.scope, fetch_window(configs), fetch_views(configs), self.adapter_fetches)
+                for c, config in enumerate(configs) if config.adapted and not config.learned})
         self.configs += configs
         if v == 0:  # the index in force: what search() runs on
             self.main = fetched
@@ -195,10 +218,13 @@ class _Sweep:
                         for v, (variant, cut) in enumerate(zip(variants, cuts))]
         in_force = (in_force_scores(sets, questions, self.configs[0], self.main, self.settings)
                     if self.configs[0].learned else None)
+        if in_force is None and 0 in self.trainers:  # the settings in force search with an adapter that read them
+            in_force = InForce(scores[0].copy(), TA.IN_FORCE_NOTE)
         confirm = self._confirm_scores()
+        retrained = tuple(c for c, trainer in self.trainers.items() if not trainer.learned)
         return Scored(sets, questions, self.configs, scores, folds, picks, self.scope, space, self.settings,
                       check, variant_rows, in_force, confirm,
-                      [q.family for q in self.confirming] if confirm is not None else ()), learned_s
+                      [q.family for q in self.confirming] if confirm is not None else (), retrained), learned_s
 
     def _confirm_scores(self) -> np.ndarray | None:
         """Every configuration on the confirmation questions; a learned one with its model fitted on
@@ -207,7 +233,13 @@ class _Sweep:
             return None
         scores = np.concatenate(self.confirm_scores, axis=0)
         everything = np.arange(len(self.questions))
+        # The adapter that would ship is the one in force, unless it read confirmation questions too.
+        adapter_read_them = TA.needs_retraining(self.settings, self.confirming) > 0
         for c, trainer in self.trainers.items():
+            if not trainer.learned:
+                if adapter_read_them:
+                    scores[c] = trainer.score_questions(trainer.fit(everything), self.confirming)
+                continue
             model = trainer.fit(everything)
             fetched = self.confirm_fetched[c]
             scores[c] = np.asarray([metric_row(ranked_units(trainer.config, q, self.settings, fetched, model=model,
