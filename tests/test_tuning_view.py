@@ -66,6 +66,18 @@ def test_tuning_section_shows_out_of_fold_beside_in_sample_and_the_gap(tuning_en
     assert any(f"Would apply: {verdict}" in box.value for box in [*app.info, *app.success])
     assert run["coverage"]["warnings"]  # 24 questions from the first pages of each report
     assert all(line in [t.value for t in app.text] for line in run["coverage"]["warnings"])
+    # The shipped query adapter learned from the 24 indexed questions (the coverage audit counts the
+    # manual question too): the page says tune retrained it in the
+    # folds, as an aside (not the in-sample warning an evaluation over them gets), and that the
+    # settings in force were scored so.
+    assert run["query_adapter"]["learned_from"] == 24 and run["query_adapter"]["retrained_in_folds"]
+    assert md_escape("24 of these 25 questions are among those the shipped query adapter learned from, so tune "
+                     "scored every configuration that searches with it by an adapter of its recipe retrained in "
+                     "each fold, without the held-out document's questions.") in [box.value for box in app.info]
+    assert not any("query adapter" in box.value for box in app.warning)
+    assert ("settings in force: the query adapter in force learned from these questions: they are scored with "
+            "an adapter of its recipe retrained without each question's document (in-sample they would score "
+            "higher)") in [t.value for t in app.text]
 
 def test_gap_chart_marks_each_fold_choice_and_the_in_sample_best():
     data = {"configs": [
