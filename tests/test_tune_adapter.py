@@ -72,12 +72,15 @@ def test_an_adapter_that_read_none_of_them_is_scored_as_search_runs_it(adopted, 
     assert data["current"]["figures"]["hit@1"]["mean"] == pytest.approx(searched, abs=1e-4)
 
 
-def test_the_space_holds_the_settings_in_force_without_the_adapter_and_apply_names_only_shipped_or_off(tmp_path):
+def test_the_spaces_hold_the_settings_in_force_without_the_adapter_and_apply_names_only_shipped_or_off(tmp_path):
     settings = Settings.from_env()
     space = T.search_space(settings, "small")
     assert space[0].adapted and space[0].without_adapter() in space
     assert space[0].label().endswith(f"+adapter chunks {space[0].chunking}")
     assert not space[0].without_adapter().adapted
+    # in-force: the settings as they are and BM25 alone, for the default rule's verdict on them.
+    assert [c.label() for c in T.search_space(settings, "in-force")] == [
+        space[0].label(), f"bm25 k1={settings.bm25_k1:g} b={settings.bm25_b:g} chunks {space[0].chunking}"]
     for choice in ("off", "shipped"):
         assert tune_cmd.env_values({"mode": "hybrid", "query_adapter": choice})["RAGLOUPE_QUERY_ADAPTER"] == choice
     # An index's own adapter file stays named where `adapt --queries` put it, not copied into .env.

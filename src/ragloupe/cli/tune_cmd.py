@@ -51,8 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="gold-set JSON files (default: the shipped Grampian gold sets)")
     parser.add_argument("--scope", choices=("doc", "all"), default="doc",
                         help="doc: each question searches its own document; all: the whole index")
-    parser.add_argument("--space", choices=("small", "core", "full"), default="full",
-                        help="configurations tried: small (a handful), core (a dozen contenders) or full (hundreds)")
+    parser.add_argument("--space", choices=("small", "core", "full", "in-force"), default="full",
+                        help="configurations tried: small (a handful), core (a dozen contenders), full (hundreds), "
+                             "or in-force (the settings in force against BM25 alone: the default rule's verdict "
+                             "on them)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides",
                         help="override a setting the configurations do not fix, e.g. --set top_k=5")
     parser.add_argument("--chunking", default=None, metavar="TOKENS/OVERLAP,...",

@@ -17,7 +17,7 @@ from ragloupe.errors import TuningError
 from ragloupe.retrieve.modes import runs_dense
 
 SCOPES = ("doc", "all")
-SPACES = ("small", "core", "full")
+SPACES = ("small", "core", "full", "in-force")
 # The settings a configuration fixes. Everything else comes from the settings in force.
 KNOBS = ("candidate_window", "fusion", "rrf_k", "weight_dense", "weight_bm25", "bm25_k1", "bm25_b",
          "page_aggregation", "lexical_rerank", "lexical_rerank_weight", "query_analysis", "period_boost",
@@ -132,6 +132,9 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
     (RRF k 10 and 60, min-max), weights from dense-heavy to lexical-heavy,
     candidate window and page aggregation. The period boost is tried only in
     the whole-index scope: with one document per question it changes nothing.
+    ``in-force`` is the settings in force and BM25 alone: what the default rule
+    says of the settings as they are. Every space but that one holds the
+    settings in force (and dense) without the query adapter too, when one is in force.
     """
     if space not in SPACES:
         raise TuningError(f"unknown search space {space!r}; use one of {', '.join(SPACES)}")
@@ -142,6 +145,8 @@ def search_space(settings: Settings, space: str = "full", scope: str = "doc") ->
     off = {"query_analysis": False, "period_boost": 0.0, "lexical_rerank": False, "prefer_tables": False,
            "unit_view": "none", "query_expansion": False, "period_filter": False}
     current = Config.of(settings.mode, settings)
+    if space == "in-force":  # the default rule's verdict on the settings in force, against BM25 alone
+        return _unique([current, Config.of("bm25", settings, **off)])
     configs = [current, Config.of("bm25", settings, **off), Config.of("dense", settings, **off)]
     # The query adapter in force against the question's own vector, in the mode in force and in dense.
     configs += [c.without_adapter() for c in configs if c.adapted]

@@ -172,7 +172,8 @@ def tuning_section(settings: Settings, goldset_paths: Mapping[str, Path], worksp
         left, right = st.columns(2)
         scope = left.radio("Scope", ("doc", "all"), key="tune_scope", horizontal=True)
         space = right.radio("Configurations", SPACES, key="tune_space", horizontal=True,
-                            help="small: a handful, seconds; full: several hundred, minutes")
+                            help="small: a handful, seconds; full: several hundred, minutes; in-force: the "
+                                 "settings in force against BM25 alone, the default rule's verdict on them")
         chunking_text = st.text_input(
             "Chunking variants (optional)", key="tune_chunking", placeholder="e.g. 128/32,384/96",
             help="TOKENS/OVERLAP pairs scored besides the index's own chunking; each is indexed once "
