@@ -103,6 +103,36 @@ def test_settings_in_force_that_fail_the_rule_give_way_once_confirmed():
     assert decision["apply"] and "fail the default rule" in decision["reason"]
 
 
+def test_settings_in_force_that_pass_the_rule_stay_when_the_ladder_lands_below_them_and_the_report_says_so():
+    """The selection's candidate fails the confirmation family and the ladder falls to BM25 alone,
+    but the settings in force pass the rule and BM25 does not beat them: they stay the default, and
+    the last line says so instead of naming BM25."""
+    s = get_settings()
+    off = {"query_analysis": False, "period_boost": 0.0, "lexical_rerank": False, "unit_view": "none"}
+    configs = [T.Config.of("hybrid", s, **off, fusion="minmax", weight_dense=2, weight_bm25=1),  # in force
+               T.Config.of("bm25", s, **off),
+               T.Config.of("hybrid", s, **off, fusion="minmax", weight_dense=1, weight_bm25=1),  # the candidate
+               T.Config.of("dense", s, **off)]
+    tuning = _scores([[1, 1, 1, 1, 1, 0, 1, 1, 0, 0],   # 5/6, 2/4
+                      [1, 1, 1, 0, 0, 0, 1, 1, 0, 0],   # BM25: 3/6, 2/4
+                      [1, 1, 1, 1, 1, 1, 1, 1, 1, 0],   # 6/6, 3/4: best on the worst family
+                      [1, 1, 0, 0, 0, 0, 1, 0, 0, 0]])  # 2/6, 1/4
+    confirm = _scores([[1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0], [0, 0, 0, 0, 0]])
+    rule = T.select_default(configs, tuning, FAMILIES, 2, 1, confirm, ["c"] * 5)
+    assert [r["index"] for r in rule["ladder"]] == [2, 1] and rule["chosen"]["index"] == 1
+    assert rule["verdict"].endswith(f"the ladder lands on the simpler {configs[1].label()}")
+    in_force = T.judge(0, configs[0], tuning[0], tuning[1], FAMILIES, confirm[0], confirm[1], ["c"] * 5)
+    assert in_force["passes"]
+    decision = T.apply_decision(configs[1], configs[0], T.paired(tuning[1], tuning[0]), rule=rule, in_force=in_force)
+    assert not decision["apply"]
+    default = T.selected_default(configs, 1, rule, in_force, decision)
+    assert default["index"] == 0 and default["label"] == configs[0].label()
+    assert default["why"] == (f"the settings in force stay: they pass the default rule, and the rule's "
+                              f"{configs[1].label()} does not beat them")
+    lines = T.family_verdict_lines(rule, default)
+    assert lines[-1] == f"default: {configs[0].label()} ({default['why']})"
+
+
 def test_tune_cli_gates_on_a_confirmation_family_and_states_the_verdict(demo_env, tmp_path, capsys):
     """End to end on the demo index: two small tuning sets of two reports, one confirmation set of a
     third; the report says each family's verdict and the confirmation family is never a fold."""
@@ -129,3 +159,5 @@ def test_tune_cli_gates_on_a_confirmation_family_and_states_the_verdict(demo_env
     assert out["families"]["benchmark"]["default_rule"]["default"] == rule["chosen"]["label"]
     text = tune_cmd.render(T.load_tune(Path(out["path"])))  # what the command prints without --json
     assert "default rule:" in text and "confirmation benchmark" in text
+    default = out["default"]  # what tuning leaves in force, said last under the rule's ladder
+    assert f"default: {default['label']} ({default['why']})" in text.splitlines()

@@ -64,6 +64,8 @@ def test_tuning_section_shows_out_of_fold_beside_in_sample_and_the_gap(tuning_en
     assert float(shown_gap) == pytest.approx(gap, abs=5e-4)
     verdict = "yes" if run["decision"]["apply"] else "no"
     assert any(f"Would apply: {verdict}" in box.value for box in [*app.info, *app.success])
+    assert run["default"]["why"]  # and what tuning leaves as the default, in the report's words
+    assert f"default: {run['default']['label']} ({run['default']['why']})" in [t.value for t in app.text]
     assert run["coverage"]["warnings"]  # 24 questions from the first pages of each report
     assert all(line in [t.value for t in app.text] for line in run["coverage"]["warnings"])
     # The shipped query adapter learned from the 24 indexed questions (the coverage audit counts the

@@ -167,7 +167,8 @@ def summary(report) -> dict:
     d = report.data
     keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
             "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
-            "families", "selection", "default_rule", "confirmation", "not_indexed", "decision", "replay_check", "chunking",
+            "families", "selection", "default_rule", "default", "confirmation", "not_indexed", "decision", "replay_check",
+            "chunking",
             "query_adapter", "coverage")
     return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys if k in d},
             "timings": report.timings}
@@ -214,7 +215,7 @@ def render(report, apply_note: str = "") -> str:
         lines.append(f"warning: the replay differed from search() on {len(check['mismatches'])} of "
                      f"{check['checked']} checks: {', '.join(check['mismatches'])}")
     if d.get("default_rule"):
-        lines += ["", *family_verdict_lines(d["default_rule"])]
+        lines += ["", *family_verdict_lines(d["default_rule"], d.get("default"))]
     lines.append(f"would apply: {'yes' if d['decision']['apply'] else 'no'} ({d['decision']['reason']})")
     if not apply_note:
         from ragloupe.evaluate.tune_report import rebuild_note

@@ -119,7 +119,9 @@ def build_report(run: Scored) -> dict:
         "families": family_rows(run, oof, current_scores, scores[bm25], rule),
         "default_rule": rule,
         "confirmation": confirmation_rows(run, chosen, bm25),
-        "decision": apply_decision(configs[chosen], configs[0], versus_chosen, rule=rule, in_force=in_force_rung),
+        "decision": (decision := apply_decision(configs[chosen], configs[0], versus_chosen, rule=rule,
+                                                in_force=in_force_rung)),
+        "default": selected_default(configs, chosen, rule, in_force_rung, decision),
         "replay_check": run.replay_check,
         "chunking": _chunking(run),
         "configs": _config_rows(run),
@@ -290,6 +292,27 @@ def apply_decision(chosen: Config, current: Config, versus_current: dict, rule: 
             "reason": (f"out-of-fold objective {test['candidate']:.3f} vs {test['baseline']:.3f} for the "
                        f"settings in force (diff {test['diff']:+.3f}, {p_text(test['p_value'])}): "
                        "not a significant win, the settings stay as they are")}
+
+
+def selected_default(configs: Sequence[Config], chosen: int, rule: dict, in_force: dict, decision: dict) -> dict:
+    """What tuning leaves as the default, and why in a phrase: the rule's default when --apply would
+    write it (or it is the settings in force); otherwise the settings in force, which either pass the
+    rule and are not beaten by the rule's default, or wait for a confirmation family."""
+    if chosen == 0:
+        why = ("the settings in force: the default rule accepts them" if rule["confirmed"] else
+               "the settings in force: the rule's choice, provisionally (no confirmation family)")
+        return {"index": 0, "label": configs[0].label(), "why": why}
+    if decision["apply"]:
+        return {"index": chosen, "label": configs[chosen].label(), "why": "the default rule's, applied with --apply"}
+    if not rule["confirmed"]:
+        why = (f"the settings in force stay: the rule's {configs[chosen].label()} is provisional without a "
+               "confirmation family")
+    elif in_force["passes"]:
+        why = (f"the settings in force stay: they pass the default rule, and the rule's "
+               f"{configs[chosen].label()} does not beat them")
+    else:
+        why = "the settings in force stay: " + decision["reason"]
+    return {"index": 0, "label": configs[0].label(), "why": why}
 
 
 def chosen_config(data: dict) -> dict:

@@ -106,7 +106,7 @@ def select_default(configs: Sequence[Config], scores: np.ndarray, families: Sequ
         verdict = "accepted: at least BM25 alone's Hit@1 on every family"
     else:
         verdict = (f"{ladder[0]['label']} was not accepted ({'; '.join(ladder[0]['failed'])}): "
-                   f"the simpler {chosen['label']} stays the default")
+                   f"the ladder lands on the simpler {chosen['label']}")
     if not confirmed:
         verdict += "; provisional: no confirmation family was named (--confirm), so nothing is applied"
     return {"rule": RULE, "candidate": ladder[0]["index"], "ladder": ladder, "chosen": chosen,
@@ -114,8 +114,9 @@ def select_default(configs: Sequence[Config], scores: np.ndarray, families: Sequ
             "verdict": verdict}
 
 
-def family_verdict_lines(rule: Mapping) -> list[str]:
-    """The rule's verdict per family, as the CLI prints it."""
+def family_verdict_lines(rule: Mapping, default: Mapping | None = None) -> list[str]:
+    """The rule's verdict per family, as the CLI prints it; ``default`` (the report's, see
+    tune_report.selected_default) is what tuning leaves in force, said last."""
     chosen = rule["chosen"]
     lines = [f"default rule: {rule['verdict']}"]
     for rung in rule["ladder"]:
@@ -126,5 +127,8 @@ def family_verdict_lines(rule: Mapping) -> list[str]:
             lines.append(f"    {name:<28} Hit@1 {row['hit@1']:.3f} vs BM25 {row['bm25_hit@1']:.3f} "
                          f"({row['diff']:+.3f}, paired {p_text(test['p_value'])}) "
                          f"{'ok' if row['at_least_bm25'] else 'BELOW BM25'}")
-    lines.append(f"default: {chosen['label']}" + ("" if rule["confirmed"] else " (provisional)"))
+    if default is not None:
+        lines.append(f"default: {default['label']} ({default['why']})")
+    else:  # a report written before it said so
+        lines.append(f"default: {chosen['label']}" + ("" if rule["confirmed"] else " (provisional)"))
     return lines

@@ -57,8 +57,8 @@ from ragloupe.evaluate import tune_adapter as TA, tune_indexes as TI
 from ragloupe.evaluate.tune_replay import (Fetched, check_replay, fetch_all, fetch_views, fetch_window, indexed_only,
                                            metric_row, ranked_units, score_configs)
 from ragloupe.evaluate.tune_report import (SCHEMA, Scored, TuneReport, apply_decision, build_report,  # noqa: F401
-                                           chosen_config, latest_tune, load_tune, rebuild_note)
-from ragloupe.evaluate.tune_rule import RULE, judge, select_default, simplicity  # noqa: F401
+                                           chosen_config, latest_tune, load_tune, rebuild_note, selected_default)
+from ragloupe.evaluate.tune_rule import RULE, family_verdict_lines, judge, select_default, simplicity  # noqa: F401
 from ragloupe.evaluate.tune_space import (CHUNKING_KNOBS, ENGINE_KNOBS, KNOBS, SCOPES, SPACES,  # noqa: F401
                                           Config, TuningError, search_space)
 from ragloupe.evaluate.tune_trainer import (InForce, LearnedTrainer, in_force_scores, train_learned,  # noqa: F401

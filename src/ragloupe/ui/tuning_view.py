@@ -142,6 +142,8 @@ def show_report(report) -> None:
     decision = data["decision"]
     (st.success if decision["apply"] else st.info)(
         f"Would apply: {'yes' if decision['apply'] else 'no'} — {decision['reason']}")
+    if data.get("default"):  # what tuning leaves in force (reports before it was recorded have none)
+        st.text(f"default: {data['default']['label']} ({data['default']['why']})")
     if data["replay_check"]["mismatches"]:
         st.warning("The replay differed from search() on: " + ", ".join(data["replay_check"]["mismatches"]))
     coverage = data.get("coverage")  # tuning reports written before the coverage audit have none
