@@ -80,7 +80,10 @@ def headline(report: T.TuneReport) -> dict:
             "optimism_gap": d["optimism_gap"], "current": d["current"], "bm25_alone": d["bm25_alone"],
             "versus": d["versus"], "decision": d["decision"], "replay_check": d["replay_check"],
             "chunking": d.get("chunking"), "default_rule": d.get("default_rule"),
-            "confirmation": d.get("confirmation"), "indexes": report.timings.get("indexes"),
+            "confirmation": d.get("confirmation"), "default": d.get("default"),
+            "query_adapter": d.get("query_adapter"), "indexes": report.timings.get("indexes"),
+            "configs": [{k: c.get(k) for k in ("label", "hit@1", "mrr", "family_objective", "adapter_retrained",
+                                              "chosen_in_folds")} for c in d.get("configs", [])],
             "seconds": report.timings.get("total_s")}
 
 
@@ -102,7 +105,8 @@ def quarters_oof(report: T.TuneReport, paths: list[Path]) -> dict:
 
 
 def held_out_check(report: T.TuneReport, settings) -> dict:
-    """The configuration tuning chose, scored by `ragloupe eval`'s evaluate() on sets it never saw."""
+    """The configuration tuning leaves as the default, scored by `ragloupe eval`'s evaluate() on sets
+    it never saw."""
     from ragloupe.evaluate.runs import evaluate
 
     chosen = T.chosen_config(report.data)
@@ -164,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{part} {family}: out-of-fold Hit@1 {oof['hit@1']['mean']:.3f} Hit@3 {oof['hit@3']['mean']:.3f} "
                   f"MRR {oof['mrr']['mean']:.3f}", flush=True)
         print(f"{part}: default rule: {entry['default_rule']['verdict']}", flush=True)
+        if entry["default"]:
+            print(f"{part}: default: {entry['default']['label']} ({entry['default']['why']})", flush=True)
         print(f"{part}: {time.perf_counter() - started:.0f} s", flush=True)
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -301,9 +301,9 @@ def selected_default(configs: Sequence[Config], chosen: int, rule: dict, in_forc
     if chosen == 0:
         why = ("the settings in force: the default rule accepts them" if rule["confirmed"] else
                "the settings in force: the rule's choice, provisionally (no confirmation family)")
-        return {"index": 0, "label": configs[0].label(), "why": why}
+        return _default(configs, 0, why)
     if decision["apply"]:
-        return {"index": chosen, "label": configs[chosen].label(), "why": "the default rule's, applied with --apply"}
+        return _default(configs, chosen, "the default rule's, applied with --apply")
     if not rule["confirmed"]:
         why = (f"the settings in force stay: the rule's {configs[chosen].label()} is provisional without a "
                "confirmation family")
@@ -312,18 +312,30 @@ def selected_default(configs: Sequence[Config], chosen: int, rule: dict, in_forc
                f"{configs[chosen].label()} does not beat them")
     else:
         why = "the settings in force stay: " + decision["reason"]
-    return {"index": 0, "label": configs[0].label(), "why": why}
+    return _default(configs, 0, why)
+
+
+def _default(configs: Sequence[Config], index: int, why: str) -> dict:
+    return {"index": index, "label": configs[index].label(), "config": configs[index].as_dict(), "why": why}
 
 
 def chosen_config(data: dict) -> dict:
-    """The configuration --apply would write: the default rule's, or (older reports) the in-sample best."""
+    """The configuration tuning leaves as the default (what --apply writes when it writes); in older
+    reports the default rule's, or before it the in-sample best."""
+    if data.get("default"):
+        return data["default"]["config"]
+    return _rule_choice(data)
+
+
+def _rule_choice(data: dict) -> dict:
     rule = data.get("default_rule")
     return rule["chosen"]["config"] if rule else data["in_sample_best"]["config"]
 
 
 def rebuild_note(data: dict) -> str:
-    """What the user must do after applying a chunking the index was not cut with; "" when nothing."""
-    chosen, current = chosen_config(data), data.get("current", {}).get("config", {})
+    """What the user must do after applying (or before trying) the default rule's chunking when the
+    index was not cut with it; "" when nothing."""
+    chosen, current = _rule_choice(data), data.get("current", {}).get("config", {})
     if not all(name in chosen and name in current for name in CHUNKING_KNOBS):
         return ""
     if all(chosen[name] == current[name] for name in CHUNKING_KNOBS):
