@@ -84,4 +84,5 @@ def test_the_spaces_hold_the_settings_in_force_without_the_adapter_and_apply_nam
     for choice in ("off", "shipped"):
         assert tune_cmd.env_values({"mode": "hybrid", "query_adapter": choice})["RAGLOUPE_QUERY_ADAPTER"] == choice
     # An index's own adapter file stays named where `adapt --queries` put it, not copied into .env.
-    assert "RAGLOUPE_QUERY_ADAPTER" not in tune_cmd.env_values({"mode": "hybrid", "query_adapter": str(tmp_path / "a.npz")})
+    own = {"mode": "hybrid", "query_adapter": str(tmp_path / "query-adapter-0123456789ab.npz")}
+    assert "RAGLOUPE_QUERY_ADAPTER" not in tune_cmd.env_values(own)

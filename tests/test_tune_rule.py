@@ -125,7 +125,7 @@ def test_settings_in_force_that_pass_the_rule_stay_when_the_ladder_lands_below_t
     assert in_force["passes"]
     decision = T.apply_decision(configs[1], configs[0], T.paired(tuning[1], tuning[0]), rule=rule, in_force=in_force)
     assert not decision["apply"]
-    default = T.selected_default(configs, 1, rule, in_force, decision)
+    default = T.selected_default(configs, 1, rule, decision)
     assert default["index"] == 0 and default["label"] == configs[0].label()
     assert default["why"] == (f"the settings in force stay: they pass the default rule, and the rule's "
                               f"{configs[1].label()} does not beat them")

@@ -167,9 +167,8 @@ def summary(report) -> dict:
     d = report.data
     keys = ("scope", "space", "n_questions", "n_configs", "groups", "objective", "procedure",
             "in_sample_best", "out_of_fold", "optimism_gap", "current", "bm25_alone", "versus",
-            "families", "selection", "default_rule", "default", "confirmation", "not_indexed", "decision", "replay_check",
-            "chunking",
-            "query_adapter", "coverage")
+            "families", "selection", "default_rule", "default", "confirmation", "not_indexed", "decision",
+            "replay_check", "chunking", "query_adapter", "coverage")
     return {"run_id": report.run_id, "path": str(report.path), **{k: d[k] for k in keys if k in d},
             "timings": report.timings}
 

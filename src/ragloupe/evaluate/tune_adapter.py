@@ -29,14 +29,13 @@ import numpy as np
 
 from ragloupe.adapt import query_training as QT
 from ragloupe.config import Settings
-from ragloupe.evaluate.tune_folds import METRICS, TuneQuestion
 from ragloupe.evaluate import metrics as M
+from ragloupe.evaluate.tune_folds import METRICS, TuneQuestion
 from ragloupe.evaluate.tune_replay import K, filters_for, metric_row, replay_config
 from ragloupe.evaluate.tune_space import ENGINE_KNOBS, Config
 from ragloupe.evaluate.tune_trainer import grouped_cross_validation
 from ragloupe.retrieve import query_adapter
 from ragloupe.retrieve.search import fetch, replay
-
 
 IN_FORCE_NOTE = ("the query adapter in force learned from these questions: they are scored with an adapter of "
                  "its recipe retrained without each question's document (in-sample they would score higher)")

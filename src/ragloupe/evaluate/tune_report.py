@@ -121,7 +121,7 @@ def build_report(run: Scored) -> dict:
         "confirmation": confirmation_rows(run, chosen, bm25),
         "decision": (decision := apply_decision(configs[chosen], configs[0], versus_chosen, rule=rule,
                                                 in_force=in_force_rung)),
-        "default": selected_default(configs, chosen, rule, in_force_rung, decision),
+        "default": selected_default(configs, chosen, rule, decision),
         "replay_check": run.replay_check,
         "chunking": _chunking(run),
         "configs": _config_rows(run),
@@ -294,10 +294,11 @@ def apply_decision(chosen: Config, current: Config, versus_current: dict, rule: 
                        "not a significant win, the settings stay as they are")}
 
 
-def selected_default(configs: Sequence[Config], chosen: int, rule: dict, in_force: dict, decision: dict) -> dict:
+def selected_default(configs: Sequence[Config], chosen: int, rule: dict, decision: dict) -> dict:
     """What tuning leaves as the default, and why in a phrase: the rule's default when --apply would
-    write it (or it is the settings in force); otherwise the settings in force, which either pass the
-    rule and are not beaten by the rule's default, or wait for a confirmation family."""
+    write it (or it is the settings in force); otherwise the settings in force, which either wait for
+    a confirmation family or pass the rule and are not beaten by the rule's default (settings in
+    force that fail a confirmed rule always give way: apply_decision)."""
     if chosen == 0:
         why = ("the settings in force: the default rule accepts them" if rule["confirmed"] else
                "the settings in force: the rule's choice, provisionally (no confirmation family)")
@@ -307,11 +308,9 @@ def selected_default(configs: Sequence[Config], chosen: int, rule: dict, in_forc
     if not rule["confirmed"]:
         why = (f"the settings in force stay: the rule's {configs[chosen].label()} is provisional without a "
                "confirmation family")
-    elif in_force["passes"]:
+    else:
         why = (f"the settings in force stay: they pass the default rule, and the rule's "
                f"{configs[chosen].label()} does not beat them")
-    else:
-        why = "the settings in force stay: " + decision["reason"]
     return _default(configs, 0, why)
 
 
