@@ -301,7 +301,7 @@ def selected_default(configs: Sequence[Config], chosen: int, rule: dict, decisio
     force that fail a confirmed rule always give way: apply_decision)."""
     if chosen == 0:
         why = ("the settings in force: the default rule accepts them" if rule["confirmed"] else
-               "the settings in force: the rule's choice, provisionally (no confirmation family)")
+               "the settings in force: the rule's choice, provisional without a confirmation family")
         return _default(configs, 0, why)
     if decision["apply"]:
         return _default(configs, chosen, "the default rule's, applied with --apply")
