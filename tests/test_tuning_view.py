@@ -37,7 +37,10 @@ def test_tuning_section_shows_out_of_fold_beside_in_sample_and_the_gap(tuning_en
     app.run()
     assert not app.exception
     assert any("No tuning run yet" in c.value for c in app.caption)
-    app.radio(key="tune_space").set_value("small")
+    space = app.radio(key="tune_space")
+    assert list(space.options) == ["small", "core", "full", "in-force"]
+    assert "in-force: the settings in force against BM25 alone, the default rule's verdict on them" in space.help
+    space.set_value("small")
     # With a gold set about a document the demo index does not hold: tuned without it, and said.
     app.multiselect(key="tune_goldsets").set_value([p.name for p in GRAMPIAN] + ["manual.gold.json"])
     next(b for b in app.button if b.label == "Run tuning").click()
