@@ -181,3 +181,34 @@ def test_settings_in_force_row_is_what_search_does_with_the_configured_model(dem
         assert current["figures"][metric]["mean"] == pytest.approx(run.aggregates[metric]["mean"], abs=1e-4)
     per_query = {q["query_id"]: q["current_hit@1"] for q in report.data["queries"]}
     assert per_query == {q["query_id"]: q["metrics"]["hit@1"] for q in run.data["queries"]}
+
+
+def test_the_out_of_fold_figure_is_what_each_fold_held_out_not_a_trained_configurations_own_figure(tmp_path):
+    """A trained configuration (learned fusion, a retrained query adapter) has two figures: what each
+    fold's model scored on the group it held out, and its own grouped cross-validation over all
+    questions. The procedure's out-of-fold figure and each fold's row are the first."""
+    gold = tmp_path / "two.gold.json"
+    gold.write_text(json.dumps({"queries": [
+        {"query_id": f"{doc}{i}", "question": f"What is on page {i} of {doc}?", "doc_id": doc, "expected_pages": [i]}
+        for doc in ("A", "B") for i in (1, 2)]}), encoding="utf-8")
+    sets = [load_goldset(gold)]
+    questions = T.tune_questions(sets)
+    settings = get_settings()
+    configs = [T.Config.of("hybrid", settings),
+               T.Config.of("bm25", settings, query_analysis=False, period_boost=0.0, lexical_rerank=False)]
+    folds = T.grouped_folds([q.group for q in questions])
+    own = np.zeros((2, 4, len(T.METRICS)))
+    own[0, :, T.METRICS.index("hit@1")] = own[0, :, T.METRICS.index("rr")] = 1.0  # its own figure: all first
+    held = own.copy()
+    held[0, [1, 3], T.METRICS.index("hit@1")] = 0.0  # what the folds held out: one miss each
+    held[0, [1, 3], T.METRICS.index("rr")] = 0.5
+    picks = [T.FoldResult(f.held_out, 0, np.array([1.0, 0.0]),
+                          np.array([T.objective_per_query(held[0][None, f.test]).mean(), 0.0])) for f in folds]
+    run = T.Scored(sets, questions, configs, own, folds, picks, "doc", "small", settings,
+                   {"checked": 0, "mismatches": []}, held_scores=held)
+    report = T.build_report(run)
+    assert report["out_of_fold"]["figures"]["hit@1"]["mean"] == 0.5
+    assert report["in_sample_best"]["figures"]["hit@1"]["mean"] == 1.0  # the configuration's own figure
+    for row in report["out_of_fold"]["folds"]:
+        assert row["held_out_hit@1"] == 0.5 and row["held_out_mrr"] == 0.75
+        assert row["held_out_objective"] == pytest.approx((row["held_out_hit@1"] + row["held_out_mrr"]) / 2)

@@ -205,7 +205,10 @@ class _Sweep:
         scores = np.concatenate(self.scores, axis=0)
         t0 = time.perf_counter()
         picks = nested_select(scores, folds, groups, self.trainers, families)
-        for c, trainer in self.trainers.items():  # the configuration's own figure: leave-one-group-out over all
+        # What each fold held out, kept before a trained configuration's own figure replaces its
+        # row: there, each group was scored by a model (or adapter) trained on every other group.
+        held_scores = scores.copy()
+        for c, trainer in self.trainers.items():  # the configuration's own figure: grouped cross-validation over all
             scores[c] = trainer.grouped_score(np.arange(len(questions)), groups)
         learned_s = time.perf_counter() - t0
         check = {"checked": sum(c["checked"] for c in self.checks),
@@ -224,7 +227,7 @@ class _Sweep:
         retrained = tuple(c for c, trainer in self.trainers.items() if not trainer.learned)
         return Scored(sets, questions, self.configs, scores, folds, picks, self.scope, space, self.settings,
                       check, variant_rows, in_force, confirm,
-                      [q.family for q in self.confirming] if confirm is not None else (), retrained), learned_s
+                      [q.family for q in self.confirming] if confirm is not None else (), retrained, held_scores), learned_s
 
     def _confirm_scores(self) -> np.ndarray | None:
         """Every configuration on the confirmation questions; a learned one with its model fitted on
