@@ -43,7 +43,8 @@ def test_an_adapter_that_read_the_tuning_questions_is_retrained_in_every_fold(ad
 
     report = tune_with(adopted, gold)
     data = report.data
-    assert data["groups"] == {"notes:n1": 4, "notes:n2": 4, "notes:n3": 4}  # one record's questions held out at a time
+    # One record's questions held out at a time.
+    assert data["groups"] == {"notes:n1": 4, "notes:n2": 4, "notes:n3": 4}
     assert data["query_adapter"]["learned_from"] == 12 and data["query_adapter"]["retrained_in_folds"]
     rows = {row["label"]: row for row in data["configs"]}
     current = data["configs"][0]
