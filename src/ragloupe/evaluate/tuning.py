@@ -225,9 +225,9 @@ class _Sweep:
             in_force = InForce(scores[0].copy(), TA.IN_FORCE_NOTE)
         confirm = self._confirm_scores()
         retrained = tuple(c for c, trainer in self.trainers.items() if not trainer.learned)
+        confirm_families = [q.family for q in self.confirming] if confirm is not None else ()
         return Scored(sets, questions, self.configs, scores, folds, picks, self.scope, space, self.settings,
-                      check, variant_rows, in_force, confirm,
-                      [q.family for q in self.confirming] if confirm is not None else (), retrained, held_scores), learned_s
+                      check, variant_rows, in_force, confirm, confirm_families, retrained, held_scores), learned_s
 
     def _confirm_scores(self) -> np.ndarray | None:
         """Every configuration on the confirmation questions; a learned one with its model fitted on
