@@ -104,7 +104,7 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     questions = indexed_only(questions, workspace.store)
     confirming = indexed_only(confirming, workspace.store) if confirming else []
     adapter_read = TA.needs_retraining(settings, questions)
-    if adapter_read:  # learned fusion contenders learn from fetched candidates: not from that adapter's
+    if adapter_read:  # learned contenders learn from their candidates: none fetched by an adapter that read them
         base_configs = list(dict.fromkeys([base_configs[0], *(c.without_adapter() if c.learned else c
                                                               for c in base_configs[1:])]))
     with TA.scratch_dir() as scratch:
