@@ -183,32 +183,48 @@ def test_settings_in_force_row_is_what_search_does_with_the_configured_model(dem
     assert per_query == {q["query_id"]: q["metrics"]["hit@1"] for q in run.data["queries"]}
 
 
-def test_the_out_of_fold_figure_is_what_each_fold_held_out_not_a_trained_configurations_own_figure(tmp_path):
-    """A trained configuration (learned fusion, a retrained query adapter) has two figures: what each
-    fold's model scored on the group it held out, and its own grouped cross-validation over all
-    questions. The procedure's out-of-fold figure and each fold's row are the first."""
-    gold = tmp_path / "two.gold.json"
+def test_a_trained_configurations_figure_is_what_its_folds_held_out(tmp_path):
+    """A trained configuration (learned fusion, a retrained query adapter) is scored on each group by
+    the model its fold trained on every other group, and that is its figure throughout the report:
+    the procedure's, each fold's row and its own. Here a model is right only when it was trained on
+    all four other groups; a 4-fold cross-validation over the five groups (what select() used to put
+    in its row) trains two of them on three groups only."""
+    from ragloupe.evaluate.tune_indexes import variants_to_score
+
+    gold = tmp_path / "five.gold.json"
     gold.write_text(json.dumps({"queries": [
-        {"query_id": f"{doc}{i}", "question": f"What is on page {i} of {doc}?", "doc_id": doc, "expected_pages": [i]}
-        for doc in ("A", "B") for i in (1, 2)]}), encoding="utf-8")
+        {"query_id": doc, "question": f"What is on page 1 of {doc}?", "doc_id": doc, "expected_pages": [1]}
+        for doc in "ABCDE"]}), encoding="utf-8")
     sets = [load_goldset(gold)]
     questions = T.tune_questions(sets)
     settings = get_settings()
-    configs = [T.Config.of("hybrid", settings),
+    configs = [T.Config.of("hybrid", settings),  # with the query adapter, as if it read these questions
                T.Config.of("bm25", settings, query_analysis=False, period_boost=0.0, lexical_rerank=False)]
-    folds = T.grouped_folds([q.group for q in questions])
-    own = np.zeros((2, 4, len(T.METRICS)))
-    own[0, :, T.METRICS.index("hit@1")] = own[0, :, T.METRICS.index("rr")] = 1.0  # its own figure: all first
-    held = own.copy()
-    held[0, [1, 3], T.METRICS.index("hit@1")] = 0.0  # what the folds held out: one miss each
-    held[0, [1, 3], T.METRICS.index("rr")] = 0.5
-    picks = [T.FoldResult(f.held_out, 0, np.array([1.0, 0.0]),
-                          np.array([T.objective_per_query(held[0][None, f.test]).mean(), 0.0])) for f in folds]
-    run = T.Scored(sets, questions, configs, own, folds, picks, "doc", "small", settings,
-                   {"checked": 0, "mismatches": []}, held_scores=held)
+
+    class Trained:
+        learned = False  # nothing for the coverage audit
+
+        def fit_and_score(self, train, test):
+            rows = np.zeros((len(test), len(T.METRICS)))
+            if len(train) == len(questions) - 1:  # trained on every other group (one question a group)
+                rows[:, T.METRICS.index("hit@1")] = rows[:, T.METRICS.index("rr")] = 1.0
+            return rows
+
+        def grouped_score(self, subset, groups):
+            return T.grouped_cross_validation(self.fit_and_score, subset, groups)
+
+    sweep = T._Sweep(questions, "doc", settings, workspace=None, progress=None)
+    sweep.configs, sweep.trainers = configs, {0: Trained()}
+    # BM25 finds nothing: inside each fold both configurations score 0 on the training groups (the
+    # trained one's inner cross-validation trains on three groups), and the tie goes to the settings in force.
+    sweep.scores = [np.zeros((2, len(questions), len(T.METRICS)))]
+    sweep.checks = [{"checked": 0, "mismatches": []}]
+    run, _ = sweep.select(sets, "small", variants_to_score(settings, []), [{}])
+    assert run.scores[0][:, T.METRICS.index("hit@1")].tolist() == [1.0] * 5
     report = T.build_report(run)
-    assert report["out_of_fold"]["figures"]["hit@1"]["mean"] == 0.5
-    assert report["in_sample_best"]["figures"]["hit@1"]["mean"] == 1.0  # the configuration's own figure
+    assert [f["chosen"] for f in report["out_of_fold"]["folds"]] == [0] * 5
+    assert report["out_of_fold"]["figures"]["hit@1"]["mean"] == 1.0
+    assert report["configs"][0]["hit@1"] == 1.0 and report["in_sample_best"]["figures"]["hit@1"]["mean"] == 1.0
     for row in report["out_of_fold"]["folds"]:
-        assert row["held_out_hit@1"] == 0.5 and row["held_out_mrr"] == 0.75
+        assert row["held_out_hit@1"] == 1.0
         assert row["held_out_objective"] == pytest.approx((row["held_out_hit@1"] + row["held_out_mrr"]) / 2)

@@ -59,17 +59,6 @@ class Scored:
     confirm_families: Sequence[str] = ()
     # Configurations whose query adapter was retrained in the folds (evaluate/tune_adapter.py).
     adapter_retrained: Sequence[int] = ()
-    # [config, question, metric] as the folds held them out (tuning.py): a trained configuration's row
-    # in ``scores`` is its own grouped cross-validation over all questions; here each group is scored
-    # by the model (or adapter) its fold trained on every other group. None: the same as ``scores``.
-    held_scores: np.ndarray | None = None
-
-    def held(self) -> np.ndarray:
-        return self.held_scores if self.held_scores is not None else self.scores
-
-    def held_out(self) -> np.ndarray:
-        """Each question's metrics under its own fold's choice: the procedure's out-of-fold figure."""
-        return out_of_fold(self.held(), self.folds, self.picks)
 
     @property
     def families(self) -> list[str]:
@@ -100,7 +89,7 @@ def build_report(run: Scored) -> dict:
     settings-in-force row with what search() does under them.
     """
     configs, scores = run.configs, run.scores
-    oof = run.held_out()
+    oof = out_of_fold(scores, run.folds, run.picks)
     best = in_sample_best(objective_per_query(scores), run.families)
     current_scores = run.in_force.scores if run.in_force is not None else scores[0]
     bm25 = bm25_index(configs, run.settings)
@@ -193,13 +182,13 @@ def confirmation_rows(run: Scored, chosen: int, bm25: int) -> dict:
 
 
 def _fold_rows(run: Scored) -> list[dict]:
-    held, configs = run.held_out(), run.configs
+    scores, configs = run.scores, run.configs
     return [{"held_out": p.held_out, "chosen": p.chosen, "label": configs[p.chosen].label(),
              "chunking": configs[p.chosen].chunking,
              "train_objective": float(p.train_objective[p.chosen]),
              "held_out_objective": float(p.held_out_objective[p.chosen]),
-             "held_out_hit@1": float(held[f.test, HIT1].mean()),
-             "held_out_mrr": float(held[f.test, RR].mean())}
+             "held_out_hit@1": float(scores[p.chosen][f.test, HIT1].mean()),
+             "held_out_mrr": float(scores[p.chosen][f.test, RR].mean())}
             for f, p in zip(run.folds, run.picks)]
 
 
@@ -247,7 +236,7 @@ def per_variant(run: Scored, members: Iterable[int]) -> dict:
     chosen = []
     for fold, pick in zip(run.folds, run.picks):
         c = int(members[int(np.argmax(pick.train_objective[members]))])
-        oof[fold.test] = run.held()[c][fold.test]
+        oof[fold.test] = scores[c][fold.test]
         chosen.append({"held_out": fold.held_out, "chosen": c, "label": configs[c].label()})
     first = int(members[0])
     note = ({"note": "learned fusion trained inside the folds on this chunking's candidates (out-of-fold); "

@@ -61,8 +61,8 @@ from ragloupe.evaluate.tune_report import (SCHEMA, Scored, TuneReport, apply_dec
 from ragloupe.evaluate.tune_rule import RULE, family_verdict_lines, judge, select_default, simplicity  # noqa: F401
 from ragloupe.evaluate.tune_space import (CHUNKING_KNOBS, ENGINE_KNOBS, KNOBS, SCOPES, SPACES,  # noqa: F401
                                           Config, TuningError, search_space)
-from ragloupe.evaluate.tune_trainer import (InForce, LearnedTrainer, in_force_scores, train_learned,  # noqa: F401
-                                            unit_kind)
+from ragloupe.evaluate.tune_trainer import (InForce, LearnedTrainer, grouped_cross_validation,  # noqa: F401
+                                            in_force_scores, train_learned, unit_kind)
 from ragloupe.workspace import Workspace
 
 Progress = Callable[[float, str], None]
@@ -204,12 +204,9 @@ class _Sweep:
         folds = grouped_folds(groups)
         scores = np.concatenate(self.scores, axis=0)
         t0 = time.perf_counter()
+        # A trained configuration's row is what its folds held out: each group scored by a model (or
+        # adapter) trained on every other group. That is its figure everywhere in the report.
         picks = nested_select(scores, folds, groups, self.trainers, families)
-        # What each fold held out, kept before a trained configuration's own figure replaces its
-        # row: there, each group was scored by a model (or adapter) trained on every other group.
-        held_scores = scores.copy()
-        for c, trainer in self.trainers.items():  # the configuration's own figure: grouped cross-validation over all
-            scores[c] = trainer.grouped_score(np.arange(len(questions)), groups)
         learned_s = time.perf_counter() - t0
         check = {"checked": sum(c["checked"] for c in self.checks),
                  "mismatches": [m for c in self.checks for m in c["mismatches"]]}
@@ -227,7 +224,7 @@ class _Sweep:
         retrained = tuple(c for c, trainer in self.trainers.items() if not trainer.learned)
         confirm_families = [q.family for q in self.confirming] if confirm is not None else ()
         return Scored(sets, questions, self.configs, scores, folds, picks, self.scope, space, self.settings,
-                      check, variant_rows, in_force, confirm, confirm_families, retrained, held_scores), learned_s
+                      check, variant_rows, in_force, confirm, confirm_families, retrained), learned_s
 
     def _confirm_scores(self) -> np.ndarray | None:
         """Every configuration on the confirmation questions; a learned one with its model fitted on
