@@ -31,11 +31,11 @@ from ragloupe.adapt import query_training as QT
 from ragloupe.config import Settings
 from ragloupe.evaluate import metrics as M
 from ragloupe.evaluate.tune_folds import METRICS, TuneQuestion
-from ragloupe.evaluate.tune_replay import K, filters_for, metric_row, replay_config
-from ragloupe.evaluate.tune_space import ENGINE_KNOBS, Config
+from ragloupe.evaluate.tune_replay import fetch_question, metric_row, replay_config
+from ragloupe.evaluate.tune_space import Config
 from ragloupe.evaluate.tune_trainer import grouped_cross_validation
 from ragloupe.retrieve import query_adapter
-from ragloupe.retrieve.search import fetch, replay
+from ragloupe.retrieve.search import replay
 
 IN_FORCE_NOTE = ("the query adapter in force learned from these questions: they are scored with an adapter of "
                  "its recipe retrained without each question's document (in-sample they would score higher)")
@@ -102,12 +102,9 @@ class AdapterTrainer:
         configuration's engine settings, over the sweep's window (as fetch_all)."""
         key = (adapter_file, self.config.engine_key(), tq.query.query_id, tq.query.goldset)
         if key not in self._fetched:
-            engine = dict(zip(ENGINE_KNOBS, self.config.engine_key()))
-            settings = self.settings.replace(**{**engine, "query_adapter": adapter_file},
-                                             candidate_window=self.window)
-            self._fetched[key] = fetch(tq.query.question, "hybrid", K, filters_for(tq.query, self.scope),
-                                       workspace=self.fits.workspace.with_settings(settings),
-                                       unit_views=self.views, with_periods=True)
+            self._fetched[key] = fetch_question(tq, self.config.engine_key(), self.scope, self.settings,
+                                                self.fits.workspace, self.window, self.views,
+                                                query_adapter=adapter_file)
         return self._fetched[key]
 
     def score_questions(self, adapter_file: str, questions: Sequence[TuneQuestion]) -> np.ndarray:
@@ -131,12 +128,11 @@ def scratch_dir() -> tempfile.TemporaryDirectory:
 
 
 def report_section(settings: Settings, questions: Sequence[TuneQuestion], confirming: Sequence[TuneQuestion],
-                   learned_from: int, in_force: Config) -> dict:
-    """The report's ``query_adapter``: the adapter in force, how many tuning and confirmation questions
-    it learned from, and how tune scored the configurations that search with it (``in_force``: the
-    settings in force's configuration)."""
+                   learned_from: int, read_confirming: int, in_force: Config) -> dict:
+    """The report's ``query_adapter``: the adapter in force, how many tuning (``learned_from``) and
+    confirmation (``read_confirming``) questions it learned from, and how tune scored the
+    configurations that search with it (``in_force``: the settings in force's configuration)."""
     adapter, why = query_adapter.in_force(settings)
-    read_confirming = needs_retraining(settings, confirming) if confirming else 0
     if adapter is None:
         scored = "no query adapter is in force: dense searches with the question's own vector"
     elif learned_from:

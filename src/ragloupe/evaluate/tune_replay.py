@@ -48,14 +48,20 @@ def fetch_all(questions: Sequence[TuneQuestion], configs: Sequence[Config], scop
     keys = sorted({c.engine_key() for c in configs})
     fetched = Fetched()
     for n, key in enumerate(keys):  # keys outermost: each key's BM25 and unit indexes are built once
-        key_settings = settings.replace(**dict(zip(ENGINE_KNOBS, key)), candidate_window=window)
-        fetched.by_key[key] = [
-            fetch(tq.query.question, "hybrid", K, filters_for(tq.query, scope),
-                  workspace=workspace.with_settings(key_settings), unit_views=views, with_periods=True)
-            for tq in questions]
+        fetched.by_key[key] = [fetch_question(tq, key, scope, settings, workspace, window, views)
+                               for tq in questions]
         if progress:
             progress(0.3 * (n + 1) / len(keys), "engines")
     return fetched
+
+
+def fetch_question(tq: TuneQuestion, engine_key: tuple, scope: str, settings: Settings, workspace, window: int,
+                   views: Sequence[str], **overrides):
+    """One question's candidates under an engine setting (Config.engine_key) over ``window``, with
+    the unit views ``views``; ``overrides``: other settings for this fetch (a fold's query adapter)."""
+    key_settings = settings.replace(**{**dict(zip(ENGINE_KNOBS, engine_key)), **overrides}, candidate_window=window)
+    return fetch(tq.query.question, "hybrid", K, filters_for(tq.query, scope),
+                 workspace=workspace.with_settings(key_settings), unit_views=list(views), with_periods=True)
 
 
 def fetch_window(configs: Sequence[Config]) -> int:

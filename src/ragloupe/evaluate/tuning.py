@@ -104,17 +104,19 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     questions = indexed_only(questions, workspace.store)
     confirming = indexed_only(confirming, workspace.store) if confirming else []
     adapter_read = TA.needs_retraining(settings, questions)
+    confirm_read = TA.needs_retraining(settings, confirming) if confirming else 0
     if adapter_read:  # learned contenders learn from their candidates: none fetched by an adapter that read them
         base_configs = list(dict.fromkeys([base_configs[0], *(c.without_adapter() if c.learned else c
                                                               for c in base_configs[1:])]))
     with TA.scratch_dir() as scratch:
         sweep = _Sweep(questions, scope, settings, workspace, progress, confirming,
-                       Path(scratch) if adapter_read else None)
+                       Path(scratch) if adapter_read else None, confirm_read > 0)
         for v, variant in enumerate(variants):
             sweep.score_variant(v, variant, len(variants), base_configs)
         run, learned_s = sweep.select(sets, space, variants, cuts)
     data = build_report(run)
-    data["query_adapter"] = TA.report_section(settings, questions, confirming, adapter_read, run.configs[0])
+    data["query_adapter"] = TA.report_section(settings, questions, confirming, adapter_read, confirm_read,
+                                                 run.configs[0])
     data["not_indexed"] = _left_out(asked, questions)
     if confirm_sets:
         data["confirmation_goldsets"] = [{"name": g.name, "sha256": g.sha256, "queries": len(g.queries)}
@@ -140,11 +142,14 @@ class _Sweep:
 
     def __init__(self, questions: list[TuneQuestion], scope: str, settings: Settings, workspace,
                  progress: Progress | None, confirming: Sequence[TuneQuestion] = (),
-                 adapter_scratch: Path | None = None):
+                 adapter_scratch: Path | None = None, adapter_read_confirming: bool = False):
         self.questions, self.scope, self.settings = questions, scope, settings
         # Where the adapters retrained in the folds go; None: the adapter in force (if any) read none
         # of the questions, and configurations with it are scored as they are.
         self.adapter_scratch = adapter_scratch
+        # The adapter in force read confirmation questions too: they are scored by one retrained on
+        # every tuning question (the adapter itself otherwise).
+        self.adapter_read_confirming = adapter_read_confirming
         self.adapter_fetches: dict = {}
         self.confirming = list(confirming)  # the confirmation family's questions: scored, never chosen on
         self.confirm_fetched: list[Fetched] = []
@@ -233,11 +238,9 @@ class _Sweep:
             return None
         scores = np.concatenate(self.confirm_scores, axis=0)
         everything = np.arange(len(self.questions))
-        # The adapter that would ship is the one in force, unless it read confirmation questions too.
-        adapter_read_them = TA.needs_retraining(self.settings, self.confirming) > 0
         for c, trainer in self.trainers.items():
-            if not trainer.learned:
-                if adapter_read_them:
+            if not trainer.learned:  # the adapter in force, unless it read confirmation questions too
+                if self.adapter_read_confirming:
                     scores[c] = trainer.score_questions(trainer.fit(everything), self.confirming)
                 continue
             model = trainer.fit(everything)
