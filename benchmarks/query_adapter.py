@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import adapt as bench  # noqa: E402  (its families, measure(), variants_table(), write_variants())
 
 from ragloupe.adapt import query_training as QT  # noqa: E402
+from ragloupe.evaluate import stats  # noqa: E402
 from ragloupe.evaluate.goldset import load_goldset  # noqa: E402
 from ragloupe.retrieve import query_adapter  # noqa: E402
 from ragloupe.retrieve.query_adapter import QueryAdapter  # noqa: E402
@@ -118,24 +119,48 @@ def lodo_adapters(workspace, fams: dict[str, dict], variant: str = "lodo-r0.01",
     return {d: data.adapter(variant, d) for d in data.docs}
 
 
-def summary(paths: list[Path], baseline: Path) -> dict:
+def hits_per_question(runs: dict) -> dict:
+    """Variant -> family -> mode -> gold set -> each question's Hit@1 as a string of 0s and 1s, in the
+    gold set's order: what a paired test between two runs (on two indexes) needs, in little room."""
+    return {variant: {family: {mode: {name: "".join(str(int(q["hit@1"])) for q in questions)
+                                      for name, questions in sets.items()}
+                               for mode, sets in modes.items()}
+                      for family, modes in scores.items()}
+            for variant, scores in runs.items()}
+
+
+def pooled_hits(per_question: dict, family: str, mode: str) -> list[float]:
+    return [float(c) for hits in per_question[family][mode].values() for c in hits]
+
+
+def summary(paths: list[Path], baseline: Path, baseline_variant: str = "none") -> dict:
     """From runs of this script (no search): per run and variant, in each mode, the questions gained
-    against ``baseline``'s ``none`` over the families trained on and over the held-out ones, and
-    the worst family's change (what docs/retrieval.md's tables say)."""
-    base = json.loads(baseline.read_text(encoding="utf-8"))["hit@1"]["none"]
+    against ``baseline``'s ``baseline_variant`` over the families trained on and over the held-out
+    ones, and the worst family's change (what docs/retrieval.md's tables say); with per-question
+    scores in both runs (runs since --borrow), each family's paired permutation p-value too."""
+    first = json.loads(baseline.read_text(encoding="utf-8"))
+    base = first["hit@1"][baseline_variant]
+    base_questions = first.get("per_question", {}).get(baseline_variant)
     trained_on = [f for f in base if not f.endswith("holdout")]
-    out = {"baseline": f"{baseline.name}: none", "runs": {}}
+    out = {"baseline": f"{baseline.name}: {baseline_variant}", "runs": {}}
     for path in paths:
         run = json.loads(path.read_text(encoding="utf-8"))
-        out["runs"][path.name] = {"weight_dense": run["settings"]["weight_dense"], "variants": {}}
+        out["runs"][path.name] = {"weight_dense": run["settings"]["weight_dense"],
+                                  "embedding_model": run.get("embedding_model"), "variants": {}}
         for variant, fams in run["hit@1"].items():
             row = {}
+            questions = run.get("per_question", {}).get(variant)
             for mode in ("dense", "hybrid"):
                 gained = {f: round((fams[f][mode]["hit@1"] - base[f][mode]["hit@1"]) * fams[f][mode]["n"])
                           for f in base}
                 row[mode] = {"gained_trained_on": sum(gained[f] for f in trained_on),
                              "worst_trained_on": min(gained[f] for f in trained_on),
-                             "gained_held_out": {f: v for f, v in gained.items() if f not in trained_on}}
+                             "gained_held_out": {f: v for f, v in gained.items() if f not in trained_on},
+                             "hit@1": {f: fams[f][mode]["hit@1"] for f in base}}
+                if questions and base_questions:
+                    row[mode]["p"] = {f: round(stats.paired_permutation_p(pooled_hits(questions, f, mode),
+                                                                          pooled_hits(base_questions, f, mode)), 4)
+                                      for f in base}
             out["runs"][path.name]["variants"][variant] = row
     return out
 
@@ -151,11 +176,16 @@ def main() -> int:
     parser.add_argument("--confirm", choices=("confirm8", "confirm9", "confirm10", "confirm11", "confirm12"), help="also score this blind set (never trained on)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/query_adapter"),
                         help="where trained matrices are kept between runs")
+    parser.add_argument("--borrow", type=Path, metavar="DIR",
+                        help="variants named VARIANT@borrowed read their matrices from DIR (a --cache folder "
+                        "of another index, e.g. the bundled model's when this index is adapted) instead of training")
+    parser.add_argument("--summary-baseline", default="none", metavar="VARIANT",
+                        help="with --summary: the first run's variant the others are counted against")
     parser.add_argument("--summary", nargs="+", type=Path, metavar="JSON",
                         help="search nothing: summarise these runs against the first one's none")
     args = parser.parse_args()
     if args.summary:
-        result = summary(args.summary, args.summary[0])
+        result = summary(args.summary, args.summary[0], args.summary_baseline)
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         for name, run in result["runs"].items():
             for variant, row in run["variants"].items():
@@ -194,6 +224,10 @@ def main() -> int:
         started = time.perf_counter()
         if variant == "none":
             adapters = {}
+        elif variant.endswith("@borrowed"):  # trained on another index (another model's space), applied here
+            name = variant.removesuffix("@borrowed")
+            adapters = {d: np.load(args.borrow / f"{name}-{d if name.startswith('lodo-') else 'all'}.npy")
+                        for d in docs}
         elif variant.startswith("lodo-"):
             adapters = {d: data.adapter(variant, d) for d in docs}
         else:
@@ -215,7 +249,9 @@ def main() -> int:
     result = {
         "command": ("benchmarks/query_adapter.py --variants " + args.variants
                     + (f" --through {args.through}" if args.through != 10 else "")
-                    + (f" --confirm {args.confirm}" if args.confirm else "")),
+                    + (f" --confirm {args.confirm}" if args.confirm else "")
+                    + (f" --borrow {args.borrow}" if args.borrow else "")),
+        "index": str(settings.index_dir), "embedding_model": settings.embedding_model,
         "trained_on": {"families": sorted(training), "questions": len(questions),
                        "per_document": {d: sum(q.doc_id == d for q in questions) for d in docs}},
         "loss": (f"softmax over the document's units at temperature {QT.TEMPERATURE}, {QT.STEPS} full-batch "
@@ -225,6 +261,7 @@ def main() -> int:
         "variants": record,
         "loadavg": list(os.getloadavg()),
         "hit@1": bench.variants_table(runs, fams, "none", "p_vs_none"),
+        "per_question": hits_per_question(runs),
     }
     bench.write_variants(args.out, result)
     return 0

@@ -120,6 +120,11 @@ def test_an_adopted_model_embeds_the_index_and_encodes_the_questions(small_index
     assert workspace.embedder.max_seq_length == 256
     ranking = search("diesel generators after a power loss", mode="dense", workspace=workspace.with_settings(reread))
     assert ranking.hits
+    # Half fine-tuned (the default merge weight): the shipped query adapter carries over to it.
+    assert workspace.query_adapter()[1].endswith(
+        f"carried over to {outcome.model}, an average of all-MiniLM-L6-v2 with 50% fine-tuned weights")
+    off = search("diesel generators after a power loss", mode="dense", workspace=workspace, query_adapter="off")
+    assert [round(h.score, 5) for h in ranking.hits] != [round(h.score, 5) for h in off.hits]
 
 
 def test_the_same_corpus_and_settings_reuse_the_saved_model(small_index, tmp_path):

@@ -94,6 +94,44 @@ def test_an_adapter_of_another_models_space_is_not_applied_and_says_why(tmp_path
         None, "the question's own embedding (RAGLOUPE_QUERY_ADAPTER=off)")
 
 
+def adopted_model(index_dir: Path, name: str, merge_weight: float) -> Settings:
+    """Settings over an index dir where `ragloupe adapt` adopted ``name``, averaged at ``merge_weight``
+    with the bundled model: the two records it writes (adopted.json, the model's training.json)."""
+    model_dir = index_dir / "models" / name
+    model_dir.mkdir(parents=True)
+    (model_dir / "training.json").write_text(json.dumps(
+        {"source_model": "bundled:all-MiniLM-L6-v2", "settings": {"merge_weight": merge_weight}}), encoding="utf-8")
+    (index_dir / "models" / "adopted.json").write_text(json.dumps(
+        {"model": name, "source_model": "bundled:all-MiniLM-L6-v2"}), encoding="utf-8")
+    settings = Settings.from_env(index_dir=index_dir)
+    assert settings.embedding_model == str(model_dir)
+    return settings
+
+
+def test_an_adapter_carries_over_to_a_half_fine_tuned_average_of_its_model_only(tmp_path):
+    half = adopted_model(tmp_path / "half", "adapted-0123456789ab", 0.5)
+    adapter, said = query_adapter.in_force(half)
+    assert adapter is not None and adapter.source == "shipped"
+    assert said == ("the question mapped by the shipped query adapter (learned from 1,668 gold questions), "
+                    "carried over to adapted-0123456789ab, an average of all-MiniLM-L6-v2 with 50% fine-tuned weights")
+    trained = adopted_model(tmp_path / "trained", "adapted-ba9876543210", 1.0)
+    assert query_adapter.in_force(trained) == (None, (
+        "the question's own embedding: the shipped query adapter maps all-MiniLM-L6-v2's space, not "
+        "adapted-ba9876543210's (100% of it fine-tuned; an adapter carries over to an average with 50% or less)"))
+    # Off stays off; an index's own adapter learned in the bundled model's space carries over too.
+    assert query_adapter.in_force(half.replace(query_adapter="off"))[0] is None
+    for index in ("half", "trained"):  # what `ragloupe adapt --queries` leaves, before the model was adapted
+        own = tmp_path / index / "models/query-adapter-00000000000a.npz"
+        query_adapter.save(own, np.eye(384), "bundled:all-MiniLM-L6-v2", {"questions": 3})
+        (own.parent / "query_adapter.json").write_text(json.dumps(
+            {"file": own.name, "model": "bundled:all-MiniLM-L6-v2"}), encoding="utf-8")
+    reread = Settings.from_env(index_dir=tmp_path / "half")
+    assert reread.sources["query_adapter"] == "adopted"
+    assert query_adapter.in_force(reread)[1].startswith("the question mapped by the index's own query adapter "
+                                                        "(learned from 3 gold questions), carried over to")
+    assert Settings.from_env(index_dir=tmp_path / "trained").query_adapter == "shipped"
+
+
 def test_a_bad_adapter_setting_is_refused_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGLOUPE_QUERY_ADAPTER", str(tmp_path / "nowhere.npz"))
     with pytest.raises(SettingsInvalid) as missing:

@@ -454,6 +454,37 @@ def _with_adopted_model(settings: Settings) -> Settings:
     return dataclasses.replace(settings, embedding_model=str(model_dir), sources=sources)
 
 
+def adapted_average(settings: Settings) -> tuple[str, float] | None:
+    """(the model it was fine-tuned from, its share of fine-tuned weights) when the model in force is
+    one `ragloupe adapt` adopted for this index; None for any other model or an unreadable record.
+
+    The share is the merge weight of the training record (adapt/run.py's training.json): 0.5 by
+    default, the fine-tuned weights averaged half and half with the source model's."""
+    if settings.sources.get("embedding_model") != "adapted":
+        return None
+    record = _adoption(Path(settings.embedding_model) / "training.json")
+    source, weight = record.get("source_model"), (record.get("settings") or {}).get("merge_weight")
+    if not isinstance(source, str) or isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        return None
+    return source, float(weight)
+
+
+# A query adapter learned in a model's space carries over to a model `ragloupe adapt` fine-tuned
+# from it and averaged back with it at this share of fine-tuned weights or less. Measured at 0.5
+# (the default): adapters trained in the bundled model's space rank as well in the averaged
+# model's as adapters trained there (docs/adapt.md#the-query-adapter-after-ragloupe-adapt).
+CARRY_MAX_MERGE_WEIGHT = 0.5
+
+
+def adapter_carries_over(settings: Settings, adapter_model: str) -> bool:
+    """Whether a query adapter learned in ``adapter_model``'s space applies to the model in force:
+    it is that model, or an average of it that keeps at most CARRY_MAX_MERGE_WEIGHT fine-tuned."""
+    if adapter_model == settings.embedding_model:
+        return True
+    average = adapted_average(settings)
+    return average is not None and average[0] == adapter_model and average[1] <= CARRY_MAX_MERGE_WEIGHT
+
+
 def adopted_query_adapter_file(settings: Settings) -> Path:
     """Where `ragloupe adapt --queries` names the query adapter it adopted for this index (adapt/query_run.py)."""
     return settings.path("index_dir") / ADAPTED_MODELS_DIR / "query_adapter.json"
@@ -462,14 +493,14 @@ def adopted_query_adapter_file(settings: Settings) -> Path:
 def _with_adopted_query_adapter(settings: Settings) -> Settings:
     """``settings`` with query_adapter naming the adapter `ragloupe adapt --queries` adopted for this
     index, when RAGLOUPE_QUERY_ADAPTER is not set and it was learned in the space of the model in
-    force (sources["query_adapter"] then says "adopted"). Like the adopted model, the choice lives
+    force or carries over to it (adapter_carries_over; sources["query_adapter"] then says "adopted"). Like the adopted model, the choice lives
     in the index dir: it belongs to the index's documents and model, not to a person's settings."""
     if settings.sources.get("query_adapter") != "default":
         return settings
     adopted = _adoption(adopted_query_adapter_file(settings))
     name = adopted.get("file")
     if not isinstance(name, str) or not _QUERY_ADAPTER_NAME.fullmatch(name) \
-            or adopted.get("model") != settings.embedding_model:
+            or not adapter_carries_over(settings, str(adopted.get("model"))):
         return settings
     path = adopted_query_adapter_file(settings).parent / name
     if not path.is_file():

@@ -6,8 +6,11 @@ not ("How many dentist surgeries run independently?" against "91 independent den
 W q / |W q| instead of the question's own vector q. The chunks and their sentences keep the
 vectors the index holds, so nothing is re-embedded and the adapter can be switched off at once.
 
-An adapter belongs to the model whose space it was trained in: for another model (one that
-`ragloupe adapt` adopted, a server's) it is not applied, and `ragloupe status` says why. The
+An adapter belongs to the model whose space it was trained in: for another model (a server's,
+one of the user's) it is not applied, and `ragloupe status` says why. It carries over to a model
+`ragloupe adapt` fine-tuned from its model and averaged back with it, half and half by default
+(config.adapter_carries_over): measured, adapters learned in the bundled model's space rank as
+well there as adapters learned in the averaged model's own. The
 one shipped (query_adapter.npz beside this file) was trained by adapt/query_training.py on the
 shipped gold sets (benchmarks/query_adapter.py --ship); Settings.query_adapter chooses it, none
 ("off") or a file of the user's; `ragloupe adapt --queries` (adapt/query_run.py) learns one for an
@@ -25,7 +28,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ragloupe.config import Settings
+from ragloupe.config import CARRY_MAX_MERGE_WEIGHT, Settings, adapted_average, adapter_carries_over
 from ragloupe.errors import SettingsInvalid
 
 SCHEMA = "ragloupe.query_adapter/1"
@@ -125,15 +128,30 @@ def in_force(settings: Settings, dim: int | None = None) -> tuple[QueryAdapter |
     adapter = configured(settings)
     if adapter is None:
         return None, "the question's own embedding (RAGLOUPE_QUERY_ADAPTER=off)"
-    if adapter.model != settings.embedding_model:
+    if not adapter_carries_over(settings, adapter.model):
         return None, (f"the question's own embedding: the {adapter.source} query adapter maps "
-                      f"{_model_name(adapter.model)}'s space, not {_model_name(settings.embedding_model)}'s")
+                      f"{_model_name(adapter.model)}'s space, not {_model_name(settings.embedding_model)}'s"
+                      + _not_carried(settings, adapter.model))
     if dim is not None and adapter.matrix.shape[0] != dim:
         return None, (f"the question's own embedding: the {adapter.source} query adapter is "
                       f"{adapter.matrix.shape[0]}-dimensional, the model {dim}")
     n = adapter.record.get("questions")
-    return adapter, (f"the question mapped by the {adapter.source} query adapter"
-                     + (f" (learned from {n:,} gold questions)" if isinstance(n, int) else ""))
+    said = (f"the question mapped by the {adapter.source} query adapter"
+            + (f" (learned from {n:,} gold questions)" if isinstance(n, int) else ""))
+    if adapter.model != settings.embedding_model:
+        share = adapted_average(settings)[1]  # adapter_carries_over: an average of the adapter's model
+        said += (f", carried over to {_model_name(settings.embedding_model)}, an average of "
+                 f"{_model_name(adapter.model)} with {share:.0%} fine-tuned weights")
+    return adapter, said
+
+
+def _not_carried(settings: Settings, adapter_model: str) -> str:
+    """Why an adapter does not carry over to an adapted model of its own model ("" for any other)."""
+    average = adapted_average(settings)
+    if average is None or average[0] != adapter_model:
+        return ""
+    return (f" ({average[1]:.0%} of it fine-tuned; an adapter carries over to an average with "
+            f"{CARRY_MAX_MERGE_WEIGHT:.0%} or less)")
 
 
 def identity(settings: Settings) -> str:
