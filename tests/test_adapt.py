@@ -190,6 +190,10 @@ def test_index_page_adapts_the_model_and_shows_what_it_kept(settings, small_corp
                and "50% bundled:all-MiniLM-L6-v2" in c.value for c in app.caption), [c.value for c in app.caption]
     assert any("This index is embedded by an adapted model" in i.value for i in app.info)
     assert any("2 training steps" in c.value for c in app.caption)
+    # And what dense searches with under it: the shipped adapter, carried over to the half-and-half model.
+    assert any(c.value.startswith("Question: dense searches with the question mapped by the shipped query adapter")
+               and c.value.endswith("an average of all-MiniLM-L6-v2 with 50% fine-tuned weights")
+               for c in app.caption), [c.value for c in app.caption]
 
 
 def test_a_swap_killed_between_its_renames_is_undone_by_the_next_index_run(small_index, small_corpus):
