@@ -493,8 +493,9 @@ def adopted_query_adapter_file(settings: Settings) -> Path:
 def _with_adopted_query_adapter(settings: Settings) -> Settings:
     """``settings`` with query_adapter naming the adapter `ragloupe adapt --queries` adopted for this
     index, when RAGLOUPE_QUERY_ADAPTER is not set and it was learned in the space of the model in
-    force or carries over to it (adapter_carries_over; sources["query_adapter"] then says "adopted"). Like the adopted model, the choice lives
-    in the index dir: it belongs to the index's documents and model, not to a person's settings."""
+    force or carries over to it (adapter_carries_over; sources["query_adapter"] then says
+    "adopted"). Like the adopted model, the choice lives in the index dir: it belongs to the
+    index's documents and model, not to a person's settings."""
     if settings.sources.get("query_adapter") != "default":
         return settings
     adopted = _adoption(adopted_query_adapter_file(settings))
