@@ -17,7 +17,7 @@ and each scored once; sets 8 and 9 joined after they had scored the adapter trai
 them, set 10 after it had scored the one trained with them). ``--through 11`` adds set 11: the
 adapter so trained (1,786 questions, benchmarks/results/query_adapter_1786.npz) lost a report
 question to the shipped one on set 12 and was not kept. Never the held-out sets, never
-confirm12 or confirm13. The loss is the dense engine's
+confirm12, confirm13 or confirm14. The loss is the dense engine's
 own ranking as a softmax over the units (pages, records) of the question's document: each chunk
 scored 0.6 by its own vector and 0.4 by its best sentence's, a unit by its best chunk, the gold
 units against every other unit of the document at temperature 0.05, plus ``r`` x |W - I|^2.
