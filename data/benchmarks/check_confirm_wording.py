@@ -4,7 +4,8 @@ Natech chapters). One script for every set: each set's writer ran a copy of it, 
 differed only in the folder they read.
 
 A question marked "paraphrased" fails when it shares a run of 3 or more content words with any
-expected page; the script prints every question and exits 1 if any paraphrased question fails.
+expected page; the script prints every question and exits 1 if any paraphrased question fails
+(2, with one line, when a set folder or file it is given does not exist).
 Stdlib only. Usage: python data/benchmarks/check_confirm_wording.py [SET | confirm-json ...]
 (SET: a folder name such as confirm3; nothing: every confirm* set)
 """
@@ -95,6 +96,10 @@ def main(argv):
         ([] if argv else sorted(BENCH_DIR.glob("confirm*/")))
     paths = [Path(a).resolve() for a in argv if not (BENCH_DIR / a).is_dir()] + sorted(
         p for folder in sets for p in folder.rglob("*.confirm.json"))
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        print(f"no such set folder or gold set file: {', '.join(missing)}", file=sys.stderr)
+        return 2
     failures = []
     for path in paths:
         failures += check_file(path)
