@@ -184,6 +184,8 @@ def main() -> int:
     parser.add_argument("--summary", nargs="+", type=Path, metavar="JSON",
                         help="search nothing: summarise these runs against the first one's none")
     args = parser.parse_args()
+    if "@borrowed" in args.variants and args.borrow is None:
+        parser.error("a VARIANT@borrowed needs --borrow DIR: the folder its matrices are read from")
     if args.summary:
         result = summary(args.summary, args.summary[0], args.summary_baseline)
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
