@@ -82,15 +82,23 @@ def maxsim(question: np.ndarray, chunk: np.ndarray) -> float:
 
 
 def late_after(tokens: TokenVectors, window: int, weight: float, seconds: list[float]):
+    def read(question: str, texts: list[str]) -> list[float]:
+        q, *chunks = tokens([question] + texts)
+        return [maxsim(q, v) for v in chunks]
+    return blend_after(read, window, weight, seconds)
+
+
+def blend_after(read, window: int, weight: float, seconds: list[float]):
+    """Bench.rows' ``after``: the first ``window`` chunks re-ranked by their fused score blended with
+    ``read(question, chunk texts)`` at ``weight`` (reader.blend), then the pages in that order."""
     def after(q, c, ranking):
         hits = list(ranking.hits)[:window]
         if not hits:
             return M.dedupe(p.unit for p in ranking.pages)
         started = time.perf_counter()
-        question, *chunks = tokens([q.question] + [h.chunk.text for h in hits])
-        read = [maxsim(question, v) for v in chunks]
+        scores = read(q.question, [h.chunk.text for h in hits])
         seconds.append(time.perf_counter() - started)
-        scores = R.blend([h.score for h in hits], read, weight)
+        scores = R.blend([h.score for h in hits], scores, weight)
         order = [h for _, _, h in sorted(zip(scores, range(len(hits)), hits), key=lambda t: (-t[0], t[1]))]
         return M.dedupe([h.chunk.unit for h in order] + [p.unit for p in ranking.pages])
     return after
