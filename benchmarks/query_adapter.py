@@ -16,8 +16,9 @@ and the retired blind sets 1-10 (data/benchmarks/confirm ... confirm10, written 
 and each scored once; sets 8 and 9 joined after they had scored the adapter trained without
 them, set 10 after it had scored the one trained with them). ``--through 11`` adds set 11: the
 adapter so trained (1,786 questions, benchmarks/results/query_adapter_1786.npz) lost a report
-question to the shipped one on set 12 and was not kept. Never the held-out sets, never
-confirm12, confirm13 or confirm14. The loss is the dense engine's
+question to the shipped one on set 12 and was not kept. ``--through 13`` adds sets 11-13 (every
+retired set), the candidate set 14 judged against the shipped one. Never the held-out sets, never
+confirm14 or confirm15. The loss is the dense engine's
 own ranking as a softmax over the units (pages, records) of the question's document: each chunk
 scored 0.6 by its own vector and 0.4 by its best sentence's, a unit by its best chunk, the gold
 units against every other unit of the document at temperature 0.05, plus ``r`` x |W - I|^2.
@@ -66,7 +67,7 @@ from ragloupe.workspace import Workspace  # noqa: E402
 
 BENCH = PROJECT_ROOT / "data/benchmarks"
 RETIRED = ("confirm", "confirm2", "confirm3", "confirm4", "confirm5", "confirm6", "confirm7", "confirm8", "confirm9",
-           "confirm10", "confirm11")
+           "confirm10", "confirm11", "confirm12", "confirm13")
 SENTENCE_WEIGHT = 0.4
 SHIPPED_DENSE_VECTOR = Workspace.dense_query_vector
 
@@ -172,7 +173,7 @@ def main() -> int:
     parser.add_argument("--ship", action="store_true", help="train on every question the variants train "
                         f"on, at reg {QT.REG:g}, and write the adapter the package ships")
     parser.add_argument("--through", type=int, default=10,
-                        help="train on the retired blind sets 1..N (default 10: the shipped adapter's; 11: all)")
+                        help="train on the retired blind sets 1..N (default 10: the shipped adapter's; 13: all)")
     parser.add_argument("--confirm", choices=("confirm8", "confirm9", "confirm10", "confirm11", "confirm12"), help="also score this blind set (never trained on)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/query_adapter"),
                         help="where trained matrices are kept between runs")
