@@ -17,7 +17,8 @@ and each scored once; sets 8 and 9 joined after they had scored the adapter trai
 them, set 10 after it had scored the one trained with them). ``--through 11`` adds set 11: the
 adapter so trained (1,786 questions, benchmarks/results/query_adapter_1786.npz) lost a report
 question to the shipped one on set 12 and was not kept. ``--through 13`` adds sets 11-13 (every
-retired set), the candidate set 14 judged against the shipped one. Never the held-out sets, never
+retired set): the adapter so trained (2,022 questions, benchmarks/results/query_adapter_2022.npz)
+lost three report questions to the shipped one on set 14 and was not kept either. Never the held-out sets, never
 confirm14 or confirm15. The loss is the dense engine's
 own ranking as a softmax over the units (pages, records) of the question's document: each chunk
 scored 0.6 by its own vector and 0.4 by its best sentence's, a unit by its best chunk, the gold
