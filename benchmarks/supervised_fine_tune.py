@@ -7,7 +7,8 @@ The query adapter learns a 384 x 384 map on the question's vector from gold ques
 what the whole model learns from the same questions, both sides (question and passage) moving.
 Training pairs: every gold question the 2,022-question adapter read (the tuning families and the
 retired blind sets 1-13; benchmarks/query_adapter.py --through 13) whose document is not
-``--hold`` (a PDF of the benchmark corpus: a report or a manual): the question, the chunk of its gold page the bundled model ranks nearest, and BM25's
+``--hold`` (a PDF of the benchmark corpus: a report or a manual): the question, the chunk of
+its gold page the bundled model ranks nearest, and BM25's
 best chunk of another page of the same document as the hard negative (adapt/pairs.py's rule).
 One epoch of adapt/training.fine_tune (in-batch negatives, batches of 32, lr 2e-5, 256 tokens),
 saved as trained and averaged half and half with the bundled model (``--merge``, as `ragloupe
