@@ -8,8 +8,8 @@ One set of 118 questions moves a family's Hit@1 by 0.1 from one writer to the ne
 0.597 on set 11, 0.861 on set 14, the same default); pooled, the figure is what the sets say
 together. Per family (Grampian reports, split by wording, the manuals, the Natech records) and
 mode: the pooled Hit@1, Hit@3 (a reciprocal rank above 0.3: rank 3 or better, the JSON keeping
-four decimals) and MRR@10 with 95% bootstrap CIs, each set's Hit@1 beside them, and the default's Hit@1 against BM25 alone's with the paired
-permutation p-value. Writes benchmarks/results/confirm_pooled_<label>.json (or --out).
+four decimals) and MRR@10 with 95% bootstrap CIs, each set's Hit@1 beside them, and the default's
+Hit@1 against BM25 alone's with the paired permutation p-value. Writes benchmarks/results/confirm_pooled_<label>.json (or --out).
 """
 
 from __future__ import annotations
