@@ -26,7 +26,8 @@ mode and dense alone, each in its own document:
 
 Per family and variant, and pooled over every question: Hit@1 and MRR@10, and the paired test
 against ``bundled+adapter``. Models and indexes are kept under ``--work`` and reused (a rerun
-reports the first run's training seconds): about a gigabyte a held-out document, so clear it after. Writes --out (the recorded runs, one per report:
+reports the first run's training seconds): two saved models and three indexes a held-out
+document, so clear it after. Writes --out (the recorded runs, one per report:
 benchmarks/results/supervised_fine_tune_<report>.json).
 """
 
