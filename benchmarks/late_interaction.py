@@ -131,9 +131,24 @@ def questions(paths: list, held: set[str]) -> list:
     return out
 
 
-def run_blends(bench, held: set[str], args, read, name: str, argv, *, script: str, what: str, note: str) -> None:
+def family_arguments(parser: argparse.ArgumentParser, out: Path) -> None:
+    """The options run_blends reads: --families, --sets and --out."""
+    parser.add_argument("--families", default="", help="only these families (comma-separated)")
+    parser.add_argument("--sets", default="", help="retired confirmation sets as the families instead "
+                        "(e.g. confirm8,confirm9: questions the query adapter never read)")
+    parser.add_argument("--out", default=str(out))
+
+
+def run_blends(args, make_read, name: str, argv, *, script: str, what: str, note: str) -> None:
     """Every (window, weight) of OPTIONS over each family (args.families, args.sets), beside the default
-    and BM25 alone, written to args.out: the loop late_interaction.py and learned_sparse.py share."""
+    and BM25 alone, written to args.out: the loop late_interaction.py and learned_sparse.py share.
+    ``make_read(settings)`` gives blend_after's ``read`` for the index in force."""
+    torch.set_num_threads(2)
+    settings = get_settings()
+    workspace = Workspace(settings)
+    held = {c.doc_id for c in workspace.store.all_chunks()}
+    bench = S.Bench(settings, workspace)
+    read = make_read(settings)
     wanted = {f.strip() for f in args.families.split(",") if f.strip()}
     load, started = [round(os.getloadavg()[0], 1)], time.perf_counter()
     out = {}
@@ -167,18 +182,10 @@ def run_blends(bench, held: set[str], args, read, name: str, argv, *, script: st
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--families", default="", help="only these families (comma-separated)")
-    parser.add_argument("--sets", default="", help="retired confirmation sets as the families instead "
-                        "(e.g. confirm8,confirm9: questions the query adapter never read)")
-    parser.add_argument("--out", default=str(RESULTS))
+    family_arguments(parser, RESULTS)
     args = parser.parse_args(argv)
-    torch.set_num_threads(2)
-    settings = get_settings()
-    workspace = Workspace(settings)
-    held = {c.doc_id for c in workspace.store.all_chunks()}
-    bench = S.Bench(settings, workspace)
-    tokens = TokenVectors(resolve_model_path(settings.embedding_model))
-    run_blends(bench, held, args, maxsim_read(tokens), "maxsim", argv, script="late_interaction.py",
+    run_blends(args, lambda settings: maxsim_read(TokenVectors(resolve_model_path(settings.embedding_model))),
+               "maxsim", argv, script="late_interaction.py",
                what="MaxSim over MiniLM's word-piece vectors, blended over the default's first chunks",
                note="seconds_per_question: the token pass alone (chunks cached across options, so the "
                     "first option of a family pays it)")

