@@ -2,6 +2,15 @@
 
     RAGLOUPE_INDEX_DIR=<benchmark index> .venv/bin/python benchmarks/supervised_fine_tune.py \
         [--hold Grampian-2022-2023] [--work /tmp/supervised] [--merge 0.5] [--out PATH]
+    RAGLOUPE_INDEX_DIR=<benchmark index> .venv/bin/python benchmarks/supervised_fine_tune.py --ship \
+        [--rank 64] [--work /tmp/supervised]
+
+``--ship`` makes the default model (config.TUNED_MODEL): it trains the same way on every retired
+gold question (the tuning families, blind sets 1-14; the Natech records and every manual
+included, nothing held out), measures on ``--hold``'s chunks what the compressed delta keeps of
+the averaged model at ranks 16, 32 and 64 (dense Hit@1 and the cosine of each chunk's vector to
+the averaged model's), and writes the delta at ``--rank`` to src/ragloupe/index/minilm_questions.npz
+(benchmarks/results/supervised_fine_tune_ship.json).
 
 The query adapter learns a 384 x 384 map on the question's vector from gold questions; this asks
 what the whole model learns from the same questions, both sides (question and passage) moving.
@@ -43,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragloupe.config import PROJECT_ROOT, bootstrap_environment, get_settings
+from ragloupe.config import BUNDLED_MODEL, PROJECT_ROOT, bootstrap_environment, get_settings
 
 bootstrap_environment()
 
@@ -59,6 +68,8 @@ from ragloupe.retrieve.query_adapter import QueryAdapter  # noqa: E402
 from ragloupe.workspace import Workspace  # noqa: E402
 
 RESULTS = PROJECT_ROOT / "benchmarks/results/supervised_fine_tune.json"
+SHIP_RESULTS = PROJECT_ROOT / "benchmarks/results/supervised_fine_tune_ship.json"
+SHIP_RANKS = (16, 32, 64)
 BENCH = PROJECT_ROOT / "data/benchmarks"
 THROUGH = 13
 
@@ -84,7 +95,7 @@ def train(pairs: list[P.Pair], work: Path, merge: float) -> dict[str, Path]:
 
     trained_dir, merged_dir = work / "model-trained", work / f"model-merged{merge:g}"
     if not (trained_dir / "modules.json").is_file():
-        model = SentenceTransformer(resolve_model_path("bundled:all-MiniLM-L6-v2"), device="cpu")
+        model = SentenceTransformer(resolve_model_path(BUNDLED_MODEL), device="cpu")
         steps = -(-len(pairs) // 32)
         result = training.fine_tune(model, pairs, training.TrainConfig(max_steps=steps, max_seconds=3600),
                                     lambda step, total, loss: print(f"step {step}/{total} loss {loss:.3f}", flush=True))
@@ -93,7 +104,7 @@ def train(pairs: list[P.Pair], work: Path, merge: float) -> dict[str, Path]:
                                                           "seconds": result.seconds, "losses": result.losses}))
     if not (merged_dir / "modules.json").is_file():
         model = SentenceTransformer(str(trained_dir), device="cpu")
-        training.merge_weights(model, SentenceTransformer(resolve_model_path("bundled:all-MiniLM-L6-v2"),
+        training.merge_weights(model, SentenceTransformer(resolve_model_path(BUNDLED_MODEL),
                                                           device="cpu"), merge)
         model.save(str(merged_dir))
     return {"trained": trained_dir, "merged": merged_dir}
@@ -133,15 +144,85 @@ def score(index_dir: Path, model: str, adapter: np.ndarray | None, fams: dict, h
     return out
 
 
+def ship_families() -> dict[str, dict]:
+    """Every retired gold set: the tuning families and blind sets 1-14 (set 15 is never read)."""
+    return {**QA.bench.families(), **QA.retired_families(THROUGH),
+            "blind14": {"paths": sorted((BENCH / "confirm14").glob("*/*.json")), "tuning": True}}
+
+
+def dense_hit1(model_dir: str, chunks: list, questions: list) -> tuple[float, np.ndarray]:
+    """Dense alone over one document's chunks: the share of questions whose nearest chunk is on a gold
+    page, and the chunk vectors (to compare two models' by cosine)."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(model_dir, device="cpu")
+    vectors = model.encode([c.search_text for c in chunks], normalize_embeddings=True, batch_size=32)
+    asked = model.encode([q.question for q in questions], normalize_embeddings=True, batch_size=32)
+    best = np.argmax(asked @ vectors.T, axis=1)
+    return float(np.mean([chunks[b].unit in q.expected_units for b, q in zip(best, questions)])), vectors
+
+
+def ship(args) -> int:
+    """Train on every retired gold question, measure what each rank of the compressed delta keeps of
+    the averaged model (on ``--hold``'s chunks and questions: read in training, so this measures the
+    compression, not the model), and write the delta at ``--rank`` into the package."""
+    import tempfile
+
+    from ragloupe.index import tuned_model
+
+    started = time.perf_counter()
+    base = Workspace.open(get_settings(query_adapter="off", embedding_model=BUNDLED_MODEL))
+    data = QA.Training(base, ship_families(), Path("/tmp/query_adapter"))
+    pairs = training_pairs(base, data.questions, hold="")
+    models = train(pairs, args.work / "all", args.merge)
+    bundled = Path(resolve_model_path(BUNDLED_MODEL))
+    table = base.chunk_table()
+    chunks = [table.by_id[i] for i in table.by_doc[args.hold]]
+    questions = [q for q in data.questions if q.doc_id == args.hold]
+    trained = json.loads((models["trained"] / "run.json").read_text())
+    record = {"pairs": len(pairs), "questions": len(data.questions), "merge_weight": args.merge,
+              "sets": sorted(ship_families()), "steps": trained["steps"], "training_seconds": round(trained["seconds"]),
+              "command": "python benchmarks/supervised_fine_tune.py --ship"}
+    fidelity = {}
+    for name, folder in (("bundled", bundled), ("averaged", models["merged"])):
+        hit, vectors = dense_hit1(str(folder), chunks, questions)
+        fidelity[name] = {"dense_hit@1": round(hit, 4)}
+        if name == "averaged":
+            full = vectors
+    with tempfile.TemporaryDirectory() as tmp:
+        for rank in SHIP_RANKS:
+            delta = Path(tmp) / f"delta{rank}.npz"
+            tuned_model.write_delta(bundled, models["merged"], delta, rank, record)
+            folder = tuned_model.model_dir(bundled, Path(tmp) / f"models{rank}", delta)
+            hit, vectors = dense_hit1(str(folder), chunks, questions)
+            fidelity[f"rank {rank}"] = {"dense_hit@1": round(hit, 4), "megabytes": round(delta.stat().st_size / 1e6, 2),
+                                        "cosine_to_averaged_min": round(float(np.min(np.sum(vectors * full, axis=1))), 5),
+                                        "cosine_to_averaged_mean": round(float(np.mean(np.sum(vectors * full, axis=1))), 5)}
+            print(rank, fidelity[f"rank {rank}"], flush=True)
+    saved = tuned_model.write_delta(bundled, models["merged"], tuned_model.DELTA, args.rank, record)
+    result = {"command": "python benchmarks/supervised_fine_tune.py --ship " + f"--rank {args.rank} --hold {args.hold}",
+              "shipped": saved, "fidelity_document": args.hold, "fidelity_questions": len(questions),
+              "fidelity_chunks": len(chunks), "fidelity": fidelity,
+              "seconds": round(time.perf_counter() - started, 1)}
+    SHIP_RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(fidelity), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hold", default="Grampian-2022-2023")
     parser.add_argument("--work", type=Path, default=Path("/tmp/supervised"))
     parser.add_argument("--merge", type=float, default=0.5)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--ship", action="store_true",
+                        help="train on every retired gold question and write the shipped delta (index/tuned_model.py)")
+    parser.add_argument("--rank", type=int, default=64, help="--ship: the rank each encoder matrix's change keeps")
     args = parser.parse_args(argv)
+    if args.ship:
+        return ship(args)
     started, load = time.perf_counter(), [round(os.getloadavg()[0], 1)]
-    settings = get_settings(query_adapter="off")
+    settings = get_settings(query_adapter="off", embedding_model=BUNDLED_MODEL)  # the benchmark index's model
     base = Workspace.open(settings)
     fams = {**QA.bench.families(), **QA.retired_families(THROUGH)}
     data = QA.Training(base, fams, Path("/tmp/query_adapter"))
@@ -149,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = training_pairs(base, data.questions, args.hold)
     models = train(pairs, args.work / args.hold, args.merge)
     pdf = next(p for p in sorted(BENCH.glob("*/pdf/*.pdf")) if p.stem == args.hold)
-    variants = {"bundled": ("bundled:all-MiniLM-L6-v2", None), "bundled+adapter": ("bundled:all-MiniLM-L6-v2", adapter),
+    variants = {"bundled": (BUNDLED_MODEL, None), "bundled+adapter": (BUNDLED_MODEL, adapter),
                 "merged": (str(models["merged"]), None), "merged+adapter": (str(models["merged"]), adapter),
                 "trained": (str(models["trained"]), None)}
     fams_eval = eval_families(args.hold)

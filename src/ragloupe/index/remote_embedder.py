@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ragloupe.config import BUNDLED_MODEL, Settings
+from ragloupe.config import BUNDLED_MODEL, TUNED_MODEL, Settings
 from ragloupe.errors import EmbeddingServerBadOutput, EmbeddingServerUnavailable
 from ragloupe.httpjson import Service, request_json, snippet
 
@@ -138,7 +138,7 @@ class RemoteEncoder:
 def encoder_for(settings: Settings) -> RemoteEncoder:
     """The server encoder the settings name; a setting that cannot work is a named error."""
     backend = settings.embedding_backend
-    if settings.embedding_model == BUNDLED_MODEL or not settings.embedding_model.strip():
+    if settings.embedding_model in (BUNDLED_MODEL, TUNED_MODEL) or not settings.embedding_model.strip():
         raise EmbeddingServerUnavailable(
             f"RAGLOUPE_EMBEDDING_BACKEND={backend} needs RAGLOUPE_EMBEDDING_MODEL set to a model the "
             "server serves (e.g. mxbai-embed-large)")

