@@ -9,7 +9,8 @@ One set of 118 questions moves a family's Hit@1 by 0.1 from one writer to the ne
 together. Per family (Grampian reports, split by wording, the manuals, the Natech records) and
 mode: the pooled Hit@1, Hit@3 (a reciprocal rank above 0.3: rank 3 or better, the JSON keeping
 four decimals) and MRR@10 with 95% bootstrap CIs, each set's Hit@1 beside them, and the default's
-Hit@1 against BM25 alone's with the paired permutation p-value. Writes benchmarks/results/confirm_pooled_<label>.json (or --out).
+Hit@1 against BM25 alone's with the paired permutation p-value (``all``: every question); with
+``--against LABEL``, the default's Hit@1 and MRR@10 against that label's runs, paired. Writes benchmarks/results/confirm_pooled_<label>.json (or --out).
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from confirm import confirmation_sets, question_facts  # noqa: E402
 from ragloupe.evaluate import stats  # noqa: E402
 
 RESULTS = PROJECT_ROOT / "benchmarks/results"
-FAMILIES = ("grampian", "grampian-paraphrased", "grampian-natural", "manuals", "natech")
+FAMILIES = ("all", "grampian", "grampian-paraphrased", "grampian-natural", "manuals", "natech")
 
 
 def family_of(fact: dict, family: str) -> bool:
-    return fact["family"] == family or (family == "grampian" and fact["kind"] == "grampian")
+    return family == "all" or fact["family"] == family or (family == "grampian" and fact["kind"] == "grampian")
 
 
 def figures(values: list[list[float]]) -> dict:
@@ -44,13 +45,19 @@ def figures(values: list[list[float]]) -> dict:
     return out
 
 
-def pooled(sets: list[str], label: str) -> dict:
+def runs_of(sets: list[str], label: str) -> dict:
     runs = {}
     for name in sets:
         path = RESULTS / f"{name}_{label}.json"
         if not path.is_file():
             raise SystemExit(f"no run of {name} labelled {label}: {path} (benchmarks/confirm.py writes it)")
         runs[name] = json.loads(path.read_text(encoding="utf-8"))["questions"]
+    return runs
+
+
+def pooled(sets: list[str], label: str, against: str | None = None) -> dict:
+    runs = runs_of(sets, label)
+    other = runs_of(sets, against) if against else None
     facts = {name: question_facts(confirmation_sets(name)) for name in sets}
     out: dict = {}
     for family in FAMILIES:
@@ -72,6 +79,15 @@ def pooled(sets: list[str], label: str) -> dict:
                       if family_of(facts[name][tuple(key.split("|", 1))], family)]
             entry["default_vs_bm25_hit@1"] = {"difference": round((sum(ours) - sum(theirs)) / len(ours), 4),
                                               "p": round(stats.paired_permutation_p(ours, theirs), 4)}
+        if other is not None and "hybrid" in entry:
+            keys = [(name, key) for name in sets for key in runs[name]["hybrid"]
+                    if family_of(facts[name][tuple(key.split("|", 1))], family)]
+            entry[f"default_vs_{against}"] = {
+                metric: {"ours": round(sum(runs[n]["hybrid"][k][i] for n, k in keys) / len(keys), 4),
+                         "theirs": round(sum(other[n]["hybrid"][k][i] for n, k in keys) / len(keys), 4),
+                         "p": round(stats.paired_permutation_p([runs[n]["hybrid"][k][i] for n, k in keys],
+                                                               [other[n]["hybrid"][k][i] for n, k in keys]), 4)}
+                for i, metric in ((0, "hit@1"), (1, "mrr@10"))}
         if entry:
             out[family] = entry
     return out
@@ -81,18 +97,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", required=True, help="confirmation sets already scored, comma-separated")
     parser.add_argument("--label", default="bundled", help="the confirm.py label of the runs to pool")
+    parser.add_argument("--against", help="another label's runs of the same sets: the default's paired difference")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     result = {"command": "python benchmarks/confirm_pooled.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "sets": sets, "label": args.label, "families": pooled(sets, args.label)}
+              "sets": sets, "label": args.label, "families": pooled(sets, args.label, args.against)}
     out = args.out or RESULTS / f"confirm_pooled_{args.label}.json"
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for family, entry in result["families"].items():
         h = entry["hybrid"]
         print(f"{family:22s} n={h['n']:3d} default Hit@1 {h['hit@1']['mean']} {h['hit@1']['ci95']} Hit@3 "
               f"{h['hit@3']['mean']} MRR {h['mrr@10']['mean']}  BM25 {entry['bm25']['hit@1']['mean']} "
-              f"(p {entry['default_vs_bm25_hit@1']['p']})")
+              f"(p {entry['default_vs_bm25_hit@1']['p']})"
+              + (f"  vs {args.against} {entry[f'default_vs_{args.against}']}" if args.against else ""))
     print(f"wrote {out}")
     return 0
 

@@ -31,7 +31,9 @@ mode and dense alone, each in its own document:
 - ``bundled+adapter``: the bundled model with the query adapter trained without the document
   (the leave-one-document-out adapter of the 2,022 questions: what a new document gets today);
 - ``merged``, ``merged+adapter``: the averaged model, alone and with that adapter carried over;
-- ``trained``: the model as trained.
+- ``trained``: the model as trained;
+- ``compressed+adapter``: the averaged model as the package ships it (a delta at ``--rank``,
+  index/tuned_model.py), the adapter carried over.
 
 Per family and variant, and pooled over every question: Hit@1 and MRR@10, and the paired test
 against ``bundled+adapter``. Models and indexes are kept under ``--work`` and reused (a rerun
@@ -90,7 +92,7 @@ def training_pairs(workspace, questions: list, hold: str) -> list[P.Pair]:
     return out
 
 
-def train(pairs: list[P.Pair], work: Path, merge: float) -> dict[str, Path]:
+def train(pairs: list[P.Pair], work: Path, merge: float, rank: int = 64) -> dict[str, Path]:
     from sentence_transformers import SentenceTransformer
 
     trained_dir, merged_dir = work / "model-trained", work / f"model-merged{merge:g}"
@@ -107,7 +109,13 @@ def train(pairs: list[P.Pair], work: Path, merge: float) -> dict[str, Path]:
         training.merge_weights(model, SentenceTransformer(resolve_model_path(BUNDLED_MODEL),
                                                           device="cpu"), merge)
         model.save(str(merged_dir))
-    return {"trained": trained_dir, "merged": merged_dir}
+    from ragloupe.index import tuned_model
+
+    delta = work / f"delta-r{rank}.npz"
+    if not delta.is_file():
+        tuned_model.write_delta(Path(resolve_model_path(BUNDLED_MODEL)), merged_dir, delta, rank, {"merge_weight": merge})
+    compressed = tuned_model.model_dir(Path(resolve_model_path(BUNDLED_MODEL)), work / "models", delta)
+    return {"trained": trained_dir, "merged": merged_dir, "compressed": compressed}
 
 
 def index_alone(pdf: Path, index_dir: Path, model: str) -> None:
@@ -174,7 +182,7 @@ def ship(args) -> int:
     base = Workspace.open(get_settings(query_adapter="off", embedding_model=BUNDLED_MODEL))
     data = QA.Training(base, ship_families(), Path("/tmp/query_adapter"))
     pairs = training_pairs(base, data.questions, hold="")
-    models = train(pairs, args.work / "all", args.merge)
+    models = train(pairs, args.work / "all", args.merge, args.rank)
     bundled = Path(resolve_model_path(BUNDLED_MODEL))
     table = base.chunk_table()
     chunks = [table.by_id[i] for i in table.by_doc[args.hold]]
@@ -228,11 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     data = QA.Training(base, fams, Path("/tmp/query_adapter"))
     adapter = data.adapter("lodo-r0.01", args.hold)
     pairs = training_pairs(base, data.questions, args.hold)
-    models = train(pairs, args.work / args.hold, args.merge)
+    models = train(pairs, args.work / args.hold, args.merge, args.rank)
     pdf = next(p for p in sorted(BENCH.glob("*/pdf/*.pdf")) if p.stem == args.hold)
     variants = {"bundled": (BUNDLED_MODEL, None), "bundled+adapter": (BUNDLED_MODEL, adapter),
                 "merged": (str(models["merged"]), None), "merged+adapter": (str(models["merged"]), adapter),
-                "trained": (str(models["trained"]), None)}
+                "trained": (str(models["trained"]), None),
+                "compressed+adapter": (str(models["compressed"]), adapter)}
     fams_eval = eval_families(args.hold)
     runs = {}
     for name, (model, matrix) in variants.items():

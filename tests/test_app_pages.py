@@ -624,7 +624,8 @@ def test_index_page_run_encodes_the_sentence_vectors_unchanged_documents_lack_an
     with np.load(adapter_file, allow_pickle=False) as data:
         learned_from = json.loads(str(data["meta"]))["questions"]
     assert (f"Question: dense searches with the question mapped by the shipped query adapter (learned from "
-            f"{learned_from:,} gold questions)") in [c.value for c in app.caption]
+            f"{learned_from:,} gold questions), carried over to all-MiniLM-L6-v2+questions, an average of "
+            "all-MiniLM-L6-v2 with 50% fine-tuned weights") in [c.value for c in app.caption]
 
 
 def test_index_page_reports_a_bad_file_and_indexes_the_rest(settings):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragloupe.config import BUNDLED_MODEL, Settings
-from ragloupe.errors import SettingsInvalid
+from ragloupe.config import BUNDLED_MODEL, TUNED_MODEL, Settings
+from ragloupe.errors import EmbedderUnavailable, SettingsInvalid
 from ragloupe.index import onnx_encoder
 from ragloupe.index.embedder import get_embedder, resolve_model_path
 from ragloupe.index.manifest import Manifest
@@ -71,8 +71,11 @@ def _corrupt(tmp_path):
 
 
 @pytest.mark.parametrize("broken", [_unwritable, _corrupt])
-def test_a_failing_export_falls_back_to_torch_with_one_notice(broken, tmp_path, torch_embedder, capsys):
-    settings = Settings.from_env(models_dir=broken(tmp_path))
+def test_a_failing_export_falls_back_to_torch_with_one_notice(broken, tmp_path, capsys):
+    # The bundled model: it sits in its package, so only the export needs models_dir.
+    torch_embedder = get_embedder(Settings.from_env(embedding_backend="torch", embedding_model=BUNDLED_MODEL))
+    capsys.readouterr()
+    settings = Settings.from_env(models_dir=broken(tmp_path), embedding_model=BUNDLED_MODEL)
     fallback = get_embedder(settings)
     again = get_embedder(settings)
     stderr = capsys.readouterr().err
@@ -88,7 +91,20 @@ def test_a_failing_export_falls_back_to_torch_with_one_notice(broken, tmp_path, 
 def test_a_failing_int8_export_is_an_error_not_a_stand_in(tmp_path, embedder):
     with pytest.raises(onnx_encoder.OnnxUnavailable,
                        match="onnx-int8 embedding backend could not be prepared"):
-        get_embedder(Settings.from_env(models_dir=_unwritable(tmp_path), embedding_backend="onnx-int8"))
+        get_embedder(Settings.from_env(models_dir=_unwritable(tmp_path), embedding_backend="onnx-int8",
+                                       embedding_model=BUNDLED_MODEL))
+
+
+def test_the_default_model_under_a_models_dir_it_cannot_write_is_refused_in_a_line(tmp_path):
+    # The default model is made under models_dir from the bundled weights and the shipped delta;
+    # no other model's vectors stand in for it.
+    with pytest.raises(EmbedderUnavailable) as refused:
+        get_embedder(Settings.from_env(models_dir=_unwritable(tmp_path)))
+    message = str(refused.value)
+    assert message.startswith(f"cannot make the question-tuned model under {tmp_path / 'models'} (")
+    assert message.endswith("set RAGLOUPE_MODELS_DIR to a folder this process can write, or "
+                            "RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2")
+    assert "\n" not in message
 
 
 def test_export_is_cached_under_models_dir(models_dir, embedder):
@@ -96,7 +112,7 @@ def test_export_is_cached_under_models_dir(models_dir, embedder):
     (exported,) = (models_dir / "onnx").iterdir()
 
     assert sorted(p.name for p in exported.iterdir()) == ["export.lock", "model-int8.onnx", "model.onnx"]
-    assert exported == onnx_encoder.cache_dir(models_dir, resolve_model_path(BUNDLED_MODEL))
+    assert exported == onnx_encoder.cache_dir(models_dir, resolve_model_path(TUNED_MODEL, models_dir))
 
 
 def test_export_key_changes_with_the_library_versions(tmp_path, monkeypatch):

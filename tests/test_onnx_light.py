@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from ragloupe.config import BUNDLED_MODEL, PROJECT_ROOT, Settings, share_cores_between_workers
+from ragloupe.config import BUNDLED_MODEL, PROJECT_ROOT, TUNED_MODEL, Settings, share_cores_between_workers
 from ragloupe.errors import SettingsInvalid
 from ragloupe.index import model_files, onnx_encoder
 from ragloupe.index.embedder import get_embedder, resolve_model_path
@@ -32,7 +32,8 @@ def both_paths(embedder):
     over the same cached export and thread count."""
     settings = Settings.from_env()
     model = get_embedder(settings.replace(embedding_backend="torch")).model
-    path, models = resolve_model_path(BUNDLED_MODEL), settings.path("models_dir")
+    models = settings.path("models_dir")
+    path = resolve_model_path(settings.embedding_model, models)
     loaded = onnx_encoder.load(model, path, "onnx", models, threads=2)
     opened = onnx_encoder.open_saved(path, "onnx", models, threads=2)
     return loaded, opened, model
@@ -58,9 +59,9 @@ def test_opened_tokenizer_gives_the_models_ids(both_paths):
 
 
 def test_default_embedder_opens_the_cached_export_without_the_model(both_paths, tmp_path):
-    loaded, _, _ = both_paths
+    loaded, _, _ = both_paths  # the default model's export
     models = tmp_path / "models"  # another models_dir: not the embedder this process already holds
-    exported = onnx_encoder.cache_dir(models, resolve_model_path(BUNDLED_MODEL))
+    exported = onnx_encoder.cache_dir(models, resolve_model_path(TUNED_MODEL, models))
     exported.mkdir(parents=True)
     (exported / "model.onnx").symlink_to(loaded.path)
     opened = get_embedder(Settings.from_env(models_dir=models))

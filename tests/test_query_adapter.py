@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from ragloupe.adapt import query_training
-from ragloupe.config import Settings
+from ragloupe.config import BUNDLED_MODEL, TUNED_MODEL, Settings
 from ragloupe.errors import SettingsInvalid
 from ragloupe.evaluate.goldset import GoldQuery
 from ragloupe.index import sentences
@@ -94,21 +94,23 @@ def test_an_adapter_of_another_models_space_is_not_applied_and_says_why(tmp_path
         None, "the question's own embedding (RAGLOUPE_QUERY_ADAPTER=off)")
 
 
-def adopted_model(index_dir: Path, name: str, merge_weight: float) -> Settings:
+def adopted_model(index_dir: Path, name: str, merge_weight: float, source: str = BUNDLED_MODEL) -> Settings:
     """Settings over an index dir where `ragloupe adapt` adopted ``name``, averaged at ``merge_weight``
-    with the bundled model: the two records it writes (adopted.json, the model's training.json)."""
+    with ``source`` (the model in force, from the environment): the two records it writes
+    (adopted.json, the model's training.json)."""
     model_dir = index_dir / "models" / name
     model_dir.mkdir(parents=True)
     (model_dir / "training.json").write_text(json.dumps(
-        {"source_model": "bundled:all-MiniLM-L6-v2", "settings": {"merge_weight": merge_weight}}), encoding="utf-8")
+        {"source_model": source, "settings": {"merge_weight": merge_weight}}), encoding="utf-8")
     (index_dir / "models" / "adopted.json").write_text(json.dumps(
-        {"model": name, "source_model": "bundled:all-MiniLM-L6-v2"}), encoding="utf-8")
+        {"model": name, "source_model": source}), encoding="utf-8")
     settings = Settings.from_env(index_dir=index_dir)
     assert settings.embedding_model == str(model_dir)
     return settings
 
 
-def test_an_adapter_carries_over_to_a_half_fine_tuned_average_of_its_model_only(tmp_path):
+def test_an_adapter_carries_over_to_a_half_fine_tuned_average_of_its_model_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGLOUPE_EMBEDDING_MODEL", BUNDLED_MODEL)
     half = adopted_model(tmp_path / "half", "adapted-0123456789ab", 0.5)
     adapter, said = query_adapter.in_force(half)
     assert adapter is not None and adapter.source == "shipped"
@@ -130,6 +132,13 @@ def test_an_adapter_carries_over_to_a_half_fine_tuned_average_of_its_model_only(
     assert query_adapter.in_force(reread)[1].startswith("the question mapped by the index's own query adapter "
                                                         "(learned from 3 gold questions), carried over to")
     assert Settings.from_env(index_dir=tmp_path / "trained").query_adapter == "shipped"
+    # Adapted from the default model, itself half fine-tuned from the bundled one: three quarters away.
+    monkeypatch.setenv("RAGLOUPE_EMBEDDING_MODEL", TUNED_MODEL)
+    of_default = adopted_model(tmp_path / "of-default", "adapted-00000000000c", 0.5, TUNED_MODEL)
+    assert query_adapter.in_force(of_default) == (None, (
+        "the question's own embedding: the shipped query adapter maps all-MiniLM-L6-v2's space, not "
+        "adapted-00000000000c's (75% of it fine-tuned through all-MiniLM-L6-v2+questions; an adapter "
+        "carries over to an average with 50% or less)"))
 
 
 def test_a_bad_adapter_setting_is_refused_in_one_line(tmp_path, monkeypatch):
@@ -155,7 +164,8 @@ def test_status_says_what_dense_searches_with(capsys, small_corpus, settings, mo
     _, record = shipped_matrix_and_record()
     assert main(["status"]) == 0
     assert (f"question:  dense searches with the question mapped by the shipped query adapter "
-            f"(learned from {record['questions']:,} gold questions)\n") in capsys.readouterr().out
+            f"(learned from {record['questions']:,} gold questions), carried over to all-MiniLM-L6-v2+questions, "
+            "an average of all-MiniLM-L6-v2 with 50% fine-tuned weights\n") in capsys.readouterr().out
     monkeypatch.setenv("RAGLOUPE_QUERY_ADAPTER", "off")
     assert main(["status", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -118,12 +118,20 @@ def model_dir(source_dir: Path, models_dir: Path, delta_file: Path = DELTA) -> P
             f"(sha256 {record['source_weights_sha256'][:12]}), and {source_dir} holds others: install the "
             "version requirements.txt pins, or set RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2")
     staging = target.with_name(f"{target.name}.staging-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source_dir, staging, ignore=shutil.ignore_patterns(WEIGHTS, "__pycache__", "*.py"))
-    with np.load(delta_file) as data:
-        delta = {name: data[name] for name in data.files if name != "record"}
-    save_file(expand(load_file(str(source_dir / WEIGHTS)), delta), str(staging / WEIGHTS), metadata={"format": "pt"})
-    (staging / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(source_dir, staging, ignore=shutil.ignore_patterns(WEIGHTS, "__pycache__", "*.py"))
+        with np.load(delta_file) as data:
+            delta = {name: data[name] for name in data.files if name != "record"}
+        save_file(expand(load_file(str(source_dir / WEIGHTS)), delta), str(staging / WEIGHTS),
+                  metadata={"format": "pt"})
+        (staging / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise EmbedderUnavailable(
+            f"cannot make the question-tuned model under {models_dir} ({exc.strerror or type(exc).__name__}): "
+            "set RAGLOUPE_MODELS_DIR to a folder this process can write, or "
+            "RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2") from None
     try:
         staging.rename(target)
     except OSError:  # another process made it first

@@ -148,9 +148,15 @@ def in_force(settings: Settings, dim: int | None = None) -> tuple[QueryAdapter |
 def _not_carried(settings: Settings, adapter_model: str) -> str:
     """Why an adapter does not carry over to an adapted model of its own model ("" for any other)."""
     average = adapted_average(settings)
-    if average is None or average[0] != adapter_model:
+    if average is None:
         return ""
-    return (f" ({average[1]:.0%} of it fine-tuned; an adapter carries over to an average with "
+    share, through = average[1], ""
+    if average[0] != adapter_model:  # adapted from the default model, itself an average of the adapter's
+        inner = adapted_average(settings.replace(embedding_model=average[0]))
+        if inner is None or inner[0] != adapter_model:
+            return ""
+        share, through = 1 - (1 - average[1]) * (1 - inner[1]), f" through {_model_name(average[0])}"
+    return (f" ({share:.0%} of it fine-tuned{through}; an adapter carries over to an average with "
             f"{CARRY_MAX_MERGE_WEIGHT:.0%} or less)")
 
 
