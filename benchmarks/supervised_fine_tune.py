@@ -16,7 +16,8 @@ The query adapter learns a 384 x 384 map on the question's vector from gold ques
 what the whole model learns from the same questions, both sides (question and passage) moving.
 Training pairs: every gold question the 2,022-question adapter read (the tuning families and the
 retired blind sets 1-13; benchmarks/query_adapter.py --through 13) whose document is not
-``--hold`` (a PDF of the benchmark corpus: a report or a manual): the question, the chunk of
+``--hold`` (a document of the benchmark corpus: a report, a manual or ``guidance``, the Natech
+records): the question, the chunk of
 its gold page the bundled model ranks nearest, and BM25's
 best chunk of another page of the same document as the hard negative (adapt/pairs.py's rule).
 One epoch of adapt/training.fine_tune (in-batch negatives, batches of 32, lr 2e-5, 256 tokens),
@@ -118,12 +119,12 @@ def train(pairs: list[P.Pair], work: Path, merge: float, rank: int = 64) -> dict
     return {"trained": trained_dir, "merged": merged_dir, "compressed": compressed}
 
 
-def index_alone(pdf: Path, index_dir: Path, model: str) -> None:
+def index_alone(source: Path, index_dir: Path, model: str) -> None:
     if (index_dir / "manifest.json").is_file():
         return
     env = {**os.environ, "RAGLOUPE_INDEX_DIR": str(index_dir), "RAGLOUPE_EMBEDDING_MODEL": model}
     subprocess.run([sys.executable, "-c", "import sys; from ragloupe.cli import main; sys.exit(main(sys.argv[1:]))",
-                    "index", str(pdf)], env=env, check=True, stdout=subprocess.DEVNULL)
+                    "index", str(source)], env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 def eval_families(hold: str) -> dict[str, list[Path]]:
@@ -237,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     adapter = data.adapter("lodo-r0.01", args.hold)
     pairs = training_pairs(base, data.questions, args.hold)
     models = train(pairs, args.work / args.hold, args.merge, args.rank)
-    pdf = next(p for p in sorted(BENCH.glob("*/pdf/*.pdf")) if p.stem == args.hold)
+    # the held-out document's file: a report's or a manual's PDF, or the Natech records' CSV ("guidance")
+    source = next(p for p in sorted(BENCH.glob("*/pdf/*.pdf")) + [BENCH / "natech/guidance.csv"] if p.stem == args.hold)
     variants = {"bundled": (BUNDLED_MODEL, None), "bundled+adapter": (BUNDLED_MODEL, adapter),
                 "merged": (str(models["merged"]), None), "merged+adapter": (str(models["merged"]), adapter),
                 "trained": (str(models["trained"]), None),
@@ -246,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = {}
     for name, (model, matrix) in variants.items():
         index_dir = args.work / args.hold / f"index-{name.split('+')[0]}"
-        index_alone(pdf, index_dir, model)
+        index_alone(source, index_dir, model)
         runs[name] = score(index_dir, model, matrix, fams_eval, args.hold)
         print(name, {f: round(sum(r["hit@1"] for r in m["hybrid"]) / len(m["hybrid"]), 3) for f, m in runs[name].items()},
               flush=True)

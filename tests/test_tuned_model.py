@@ -94,3 +94,27 @@ def test_the_default_is_the_tuned_model_and_the_shipped_adapter_carries_over_to_
                          "with 50% fine-tuned weights")
     bundled = Settings(embedding_model=BUNDLED_MODEL)
     assert query_adapter.in_force(bundled, 384)[0] is not None
+
+
+def test_an_index_embedded_by_the_bundled_model_is_not_searched_with_the_defaults_vectors(
+        settings, small_corpus, monkeypatch, capsys):
+    """An index built before the default changed: dense refuses in one line naming both models and
+    the two ways out, and searches again once the settings name the index's model."""
+    from ragloupe.cli import main
+
+    monkeypatch.setenv("RAGLOUPE_EMBEDDING_MODEL", BUNDLED_MODEL)
+    assert main(["index", str(small_corpus)]) == 0
+    monkeypatch.delenv("RAGLOUPE_EMBEDDING_MODEL")
+    capsys.readouterr()
+
+    assert main(["search", "diesel generators after a power loss", "--mode", "dense"]) != 0
+    captured = capsys.readouterr()
+    assert captured.err.strip() == (
+        "ragloupe: this index was embedded by bundled:all-MiniLM-L6-v2 and the settings name "
+        "bundled:all-MiniLM-L6-v2+questions: dense would compare the vectors of two models; run `ragloupe "
+        "index --rebuild` to re-embed it, or set RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2")
+    assert "Traceback" not in captured.out + captured.err
+
+    monkeypatch.setenv("RAGLOUPE_EMBEDDING_MODEL", BUNDLED_MODEL)
+    assert main(["search", "diesel generators after a power loss", "--mode", "dense", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hits"]

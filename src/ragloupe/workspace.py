@@ -42,9 +42,11 @@ from ragloupe import attached
 from ragloupe.attached import attachments
 from ragloupe.config import Settings
 from ragloupe.content_cache import ContentCache
+from ragloupe.errors import ACTION, Action, StaleIndex
 from ragloupe.index import chunk_columns, derived_saved, lexical_saved, pipeline, sentences
 from ragloupe.index.chunk_columns import ChunkColumns, ids_of
 from ragloupe.index.embedder import get_embedder
+from ragloupe.index.manifest import MANIFEST_NAME, Manifest
 from ragloupe.index.store import open_store
 from ragloupe.retrieve import doc_periods, features, learned, query_adapter, registry, units
 from ragloupe.retrieve.engines import ChunkTable
@@ -75,6 +77,7 @@ class Workspace:
         self._views: ContentCache = ContentCache()
         self._learned: ContentCache = ContentCache(size=1)
         self._adapters: dict[tuple[str, str, int], tuple] = {}  # (choice, model, dim) -> in_force()
+        self._embedded_by_checked: tuple | None = None  # the manifest and model check_embedded_by() passed
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._vectors_lock = threading.Lock()
         self._engines_lock = threading.Lock()
@@ -243,7 +246,9 @@ class Workspace:
     def sentences_of(self, doc_id: str) -> sentences.DocSentences:
         """One document's sentence vectors (index/sentences.py), once per content and model: the file the
         indexer wrote when it matches the document's chunks, else encoded here and saved (an index built
-        before sentence vectors existed, or under RAGLOUPE_DENSE_SENTENCE_WEIGHT=0)."""
+        before sentence vectors existed, or under RAGLOUPE_DENSE_SENTENCE_WEIGHT=0). StaleIndex when
+        another model embedded the index (check_embedded_by): its sentences are not encoded with this one."""
+        self.check_embedded_by()
         key = self.content_key()
 
         def load():
@@ -266,9 +271,11 @@ class Workspace:
         chunks (sentences.saved_for), none held here. [] when the settings' weight is 0.
 
         A document found ready is remembered for this content and model, so asking before every
-        search reads each document's small .json once."""
+        search reads each document's small .json once. StaleIndex when another model embedded the
+        index (check_embedded_by)."""
         if self.settings.dense_sentence_weight <= 0:
             return []
+        self.check_embedded_by()
         key = self.content_key()
         by_doc = self.chunk_table(key).by_doc
         model = self.settings.embedding_model
@@ -363,10 +370,32 @@ class Workspace:
 
     def dense_query_vector(self, text: str, choice: str | None = None) -> np.ndarray:
         """What the dense engine searches with: the question's embedding, mapped by the query adapter
-        ``choice`` names (default Settings.query_adapter) when it applies to the model in force."""
+        ``choice`` names (default Settings.query_adapter) when it applies to the model in force.
+        StaleIndex when the index's chunks were embedded by another model (check_embedded_by)."""
+        self.check_embedded_by()
         vector = self.query_vector(text)
         adapter, _ = self.query_adapter(choice, len(vector))
         return vector if adapter is None else adapter.apply(vector)
+
+    def check_embedded_by(self) -> None:
+        """StaleIndex when the manifest says another model embedded the index than the one in force:
+        a question's vector from one model against chunk vectors of another ranks by noise, so dense
+        refuses rather than answer (BM25 still searches). Read once per change of the manifest."""
+        path = self.settings.path("index_dir") / MANIFEST_NAME
+        try:
+            key = (str(path), path.stat().st_mtime_ns, self.settings.model_identity())
+        except OSError:
+            return  # no manifest: an index another tool made, or none yet
+        if self._embedded_by_checked != key:
+            manifest = Manifest.load(self.settings)
+            recorded = manifest.shaping_settings.get("embedding_model")
+            current = key[2]
+            if manifest.documents and isinstance(recorded, str) and recorded != current:
+                back = "" if recorded.startswith("adapted:") else f", or set RAGLOUPE_EMBEDDING_MODEL={recorded}"
+                raise StaleIndex(f"this index was embedded by {recorded} and the settings name {current}: dense "
+                                 f"would compare the vectors of two models; {ACTION} to re-embed it{back}",
+                                 action=Action.REBUILD_INDEX)
+            self._embedded_by_checked = key
 
     def query_adapter(self, choice: str | None = None, dim: int | None = None):
         """(the QueryAdapter applied or None, why in a line) for ``choice`` under this workspace's
