@@ -90,6 +90,7 @@ def adapt_queries(workspace: Workspace, goldsets: Sequence[str | Path], progress
     baseline = baseline_choice(settings)
     base_settings = settings.replace(query_adapter=baseline)
     base_workspace = workspace.with_settings(base_settings)
+    workspace.check_embedded_by()  # the questions' vectors are set against the index's
     vectors = np.asarray([workspace.query_vector(q.question) for q in questions], dtype=np.float32)
     start, _ = base_workspace.query_adapter(None, vectors.shape[1])
     start_matrix = None if start is None else start.matrix

@@ -62,6 +62,7 @@ class AdapterFits:
         self.sentence_weight = float(adapter.record.get("sentence_weight", settings.dense_sentence_weight)
                                      if adapter else settings.dense_sentence_weight)
         self.model = settings.embedding_model
+        workspace.check_embedded_by()  # the questions' vectors are set against the index's
         self.vectors = np.asarray([workspace.query_vector(tq.query.question) for tq in questions], dtype=np.float32)
         self.docs = {d: QT.doc_units(workspace, d) for d in sorted({tq.query.doc_id for tq in questions})}
         self._files: dict[tuple[int, ...], str] = {}

