@@ -380,7 +380,8 @@ class Workspace:
     def check_embedded_by(self) -> None:
         """StaleIndex when the manifest says another model embedded the index than the one in force:
         a question's vector from one model against chunk vectors of another ranks by noise, so dense
-        refuses rather than answer (BM25 still searches). Read once per change of the manifest."""
+        refuses rather than answer (search(mode="bm25") without explain still runs). Read once per change
+        of the manifest."""
         path = self.settings.path("index_dir") / MANIFEST_NAME
         try:
             key = (str(path), path.stat().st_mtime_ns, self.settings.model_identity())

@@ -172,8 +172,9 @@ def _opened(name: str, backend: str, settings: Settings, threads: int) -> Embedd
 def _with_onnx(torch_embedder: Embedder, backend: str, settings: Settings) -> Embedder:
     """The ONNX embedder over a loaded model; for ``onnx``, torch itself when the export fails."""
     try:
-        onnx = onnx_encoder.load(torch_embedder.model, resolve_model_path(torch_embedder.model_name, settings.path("models_dir")),
-                                 backend, settings.path("models_dir"), settings.encoder_threads())
+        models_dir = settings.path("models_dir")
+        onnx = onnx_encoder.load(torch_embedder.model, resolve_model_path(torch_embedder.model_name, models_dir),
+                                 backend, models_dir, settings.encoder_threads())
     except OnnxUnavailable as exc:
         if backend != "onnx":  # onnx-int8's vectors are not torch's: no silent stand-in
             raise
