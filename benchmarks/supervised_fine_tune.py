@@ -190,7 +190,7 @@ def ship(args) -> int:
     questions = [q for q in data.questions if q.doc_id == args.hold]
     trained = json.loads((models["trained"] / "run.json").read_text())
     record = {"pairs": len(pairs), "questions": len(data.questions), "merge_weight": args.merge,
-              "sets": sorted(ship_families()), "steps": trained["steps"], "training_seconds": round(trained["seconds"]),
+              "sets": sorted(data.families),  # the families marked tuning: what was trained on "steps": trained["steps"], "training_seconds": round(trained["seconds"]),
               "command": "python benchmarks/supervised_fine_tune.py --ship"}
     fidelity = {}
     for name, folder in (("bundled", bundled), ("averaged", models["merged"])):

@@ -58,6 +58,9 @@ def test_the_tuned_model_is_made_once_from_the_bundled_weights_and_loads(tmp_pat
     assert folder.parent == tmp_path / "tuned"
     record = json.loads((folder / tuned_model.RECORD).read_text())
     assert record["merge_weight"] == 0.5 and record["questions"] > 2000
+    # it learned from the tuning families and blind sets 1-14: never a held-out family or set 15 on
+    assert "blind14" in record["sets"] and "whole-report" in record["sets"]
+    assert not [s for s in record["sets"] if "holdout" in s or s in ("blind15", "blind16")]
     made = (folder / tuned_model.WEIGHTS).stat().st_mtime_ns
     assert Path(resolve_model_path(TUNED_MODEL, tmp_path)) == folder
     assert (folder / tuned_model.WEIGHTS).stat().st_mtime_ns == made  # not made again
