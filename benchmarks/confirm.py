@@ -6,8 +6,8 @@
 On the index RAGLOUPE_INDEX_DIR points at (the three Grampian reports,
 data/benchmarks/natech/guidance.csv and data/benchmarks/manuals/pdf), every set
 under data/benchmarks/<--set>/ (confirm: the first confirmation set; confirm2: the second,
-written on 2026-12-05 after the first had been used once; confirm3 to confirm15: the third to the
-fifteenth, each written after the one before had been used once, or before it was) is scored by `ragloupe eval`'s evaluate(), each
+written on 2026-12-05 after the first had been used once; confirm3 to confirm16: the third to the
+sixteenth, each written after the one before had been used once, or before it was) is scored by `ragloupe eval`'s evaluate(), each
 question scoped to its document, in each mode. Nothing here chooses anything:
 the sets are measured once, after tuning, and the figures are reported as they
 come. Per family (Grampian reports split by the question's wording, manuals,
@@ -75,7 +75,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", required=True, help="what index this is (bundled, adapted, ...)")
     parser.add_argument("--set", default="confirm", choices=("confirm", "confirm2", "confirm3", "confirm4", "confirm5", "confirm6", "confirm7", "confirm8", "confirm9", "confirm10",
-                                                                  "confirm11", "confirm12", "confirm13", "confirm14", "confirm15"),
+                                                                  "confirm11", "confirm12", "confirm13", "confirm14", "confirm15",
+                                                                  "confirm16"),
                         help="which confirmation set under data/benchmarks/")
     parser.add_argument("--modes", default="dense,bm25,hybrid")
     parser.add_argument("--out", type=Path)
