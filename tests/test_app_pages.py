@@ -532,6 +532,19 @@ def test_search_page_encodes_missing_sentence_vectors_under_a_bar_that_says_so(s
     assert not app.get("progress")  # nothing left to encode: no bar
 
 
+def test_search_page_refuses_an_index_another_model_embedded_and_says_how_to_go_on(settings, small_corpus):
+    from ragloupe.index.pipeline import run_index
+
+    assert not run_index([small_corpus], settings.replace(embedding_model="bundled:all-MiniLM-L6-v2")).errors
+    app = run_page("search_compare")  # under the default model, which did not embed this index
+    _search(app, "diesel generators after a power loss", ["dense", "bm25"], 3)
+    assert [e.value for e in app.error] == [
+        "this index was embedded by bundled:all-MiniLM-L6-v2 and the settings name "
+        "bundled:all-MiniLM-L6-v2+questions: dense would compare the vectors of two models; rebuild it on "
+        "the Index page to re-embed it, or set RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2"]
+    assert not app.dataframe  # no ranking from the vectors of two models
+
+
 def test_chunk_explorer_counts_match_the_store(app_env):
     from ragloupe.index.store import open_store
 
