@@ -93,7 +93,7 @@ def training_pairs(workspace, questions: list, hold: str) -> list[P.Pair]:
     return out
 
 
-def train(pairs: list[P.Pair], work: Path, merge: float, rank: int = 64) -> dict[str, Path]:
+def train(pairs: list[P.Pair], work: Path, merge: float) -> dict[str, Path]:
     from sentence_transformers import SentenceTransformer
 
     trained_dir, merged_dir = work / "model-trained", work / f"model-merged{merge:g}"
@@ -110,13 +110,19 @@ def train(pairs: list[P.Pair], work: Path, merge: float, rank: int = 64) -> dict
         training.merge_weights(model, SentenceTransformer(resolve_model_path(BUNDLED_MODEL),
                                                           device="cpu"), merge)
         model.save(str(merged_dir))
+    return {"trained": trained_dir, "merged": merged_dir}
+
+
+def compressed(merged_dir: Path, work: Path, rank: int, record: dict) -> Path:
+    """The averaged model as the package ships one: its change at ``rank`` (index/tuned_model.py),
+    added back to the bundled weights under ``work``."""
     from ragloupe.index import tuned_model
 
+    bundled = Path(resolve_model_path(BUNDLED_MODEL))
     delta = work / f"delta-r{rank}.npz"
     if not delta.is_file():
-        tuned_model.write_delta(Path(resolve_model_path(BUNDLED_MODEL)), merged_dir, delta, rank, {"merge_weight": merge})
-    compressed = tuned_model.model_dir(Path(resolve_model_path(BUNDLED_MODEL)), work / "models", delta)
-    return {"trained": trained_dir, "merged": merged_dir, "compressed": compressed}
+        tuned_model.write_delta(bundled, merged_dir, delta, rank, record)
+    return tuned_model.model_dir(bundled, work / f"models-r{rank}", delta)
 
 
 def index_alone(source: Path, index_dir: Path, model: str) -> None:
@@ -183,14 +189,15 @@ def ship(args) -> int:
     base = Workspace.open(get_settings(query_adapter="off", embedding_model=BUNDLED_MODEL))
     data = QA.Training(base, ship_families(), Path("/tmp/query_adapter"))
     pairs = training_pairs(base, data.questions, hold="")
-    models = train(pairs, args.work / "all", args.merge, args.rank)
+    models = train(pairs, args.work / "all", args.merge)
     bundled = Path(resolve_model_path(BUNDLED_MODEL))
     table = base.chunk_table()
     chunks = [table.by_id[i] for i in table.by_doc[args.hold]]
     questions = [q for q in data.questions if q.doc_id == args.hold]
     trained = json.loads((models["trained"] / "run.json").read_text())
     record = {"pairs": len(pairs), "questions": len(data.questions), "merge_weight": args.merge,
-              "sets": sorted(data.families),  # the families marked tuning: what was trained on "steps": trained["steps"], "training_seconds": round(trained["seconds"]),
+              "sets": sorted(data.families),  # the families marked tuning: what was trained on
+              "steps": trained["steps"], "training_seconds": round(trained["seconds"]),
               "command": "python benchmarks/supervised_fine_tune.py --ship"}
     fidelity = {}
     for name, folder in (("bundled", bundled), ("averaged", models["merged"])):
@@ -200,11 +207,9 @@ def ship(args) -> int:
             full = vectors
     with tempfile.TemporaryDirectory() as tmp:
         for rank in SHIP_RANKS:
-            delta = Path(tmp) / f"delta{rank}.npz"
-            tuned_model.write_delta(bundled, models["merged"], delta, rank, record)
-            folder = tuned_model.model_dir(bundled, Path(tmp) / f"models{rank}", delta)
+            folder = compressed(models["merged"], Path(tmp), rank, record)
             hit, vectors = dense_hit1(str(folder), chunks, questions)
-            fidelity[f"rank {rank}"] = {"dense_hit@1": round(hit, 4), "megabytes": round(delta.stat().st_size / 1e6, 2),
+            fidelity[f"rank {rank}"] = {"dense_hit@1": round(hit, 4), "megabytes": round((Path(tmp) / f"delta-r{rank}.npz").stat().st_size / 1e6, 2),
                                         "cosine_to_averaged_min": round(float(np.min(np.sum(vectors * full, axis=1))), 5),
                                         "cosine_to_averaged_mean": round(float(np.mean(np.sum(vectors * full, axis=1))), 5)}
             print(rank, fidelity[f"rank {rank}"], flush=True)
@@ -226,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--ship", action="store_true",
                         help="train on every retired gold question and write the shipped delta (index/tuned_model.py)")
-    parser.add_argument("--rank", type=int, default=64, help="--ship: the rank each encoder matrix's change keeps")
+    parser.add_argument("--rank", type=int, default=64, help="the rank each encoder matrix's change keeps in the shipped form (--ship, compressed+adapter)")
     args = parser.parse_args(argv)
     if args.ship:
         return ship(args)
@@ -237,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     data = QA.Training(base, fams, Path("/tmp/query_adapter"))
     adapter = data.adapter("lodo-r0.01", args.hold)
     pairs = training_pairs(base, data.questions, args.hold)
-    models = train(pairs, args.work / args.hold, args.merge, args.rank)
+    models = train(pairs, args.work / args.hold, args.merge)
+    models["compressed"] = compressed(models["merged"], args.work / args.hold, args.rank, {"merge_weight": args.merge})
     # the held-out document's file: a report's or a manual's PDF, or the Natech records' CSV ("guidance")
     source = next(p for p in sorted(BENCH.glob("*/pdf/*.pdf")) + [BENCH / "natech/guidance.csv"] if p.stem == args.hold)
     variants = {"bundled": (BUNDLED_MODEL, None), "bundled+adapter": (BUNDLED_MODEL, adapter),
