@@ -248,10 +248,10 @@ class Workspace:
         indexer wrote when it matches the document's chunks, else encoded here and saved (an index built
         before sentence vectors existed, or under RAGLOUPE_DENSE_SENTENCE_WEIGHT=0). StaleIndex when
         another model embedded the index (check_embedded_by): its sentences are not encoded with this one."""
-        self.check_embedded_by()
         key = self.content_key()
 
-        def load():
+        def load():  # the check once per document read, not on every search that finds it held here
+            self.check_embedded_by()
             table = self.chunk_table(key)
             chunks = [table.by_id[i] for i in table.by_doc.get(doc_id, ())]
             found = sentences.load(self.settings, doc_id, chunks)
