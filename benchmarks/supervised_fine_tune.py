@@ -5,6 +5,9 @@
     RAGLOUPE_INDEX_DIR=<benchmark index> .venv/bin/python benchmarks/supervised_fine_tune.py --ship \
         [--rank 64] [--work /tmp/supervised]
 
+``--questions-read`` writes only src/ragloupe/index/minilm_questions_read.json, the digests of the
+questions ``--ship`` trains on (``--ship`` writes it too), so reports on them say they are in-sample.
+
 ``--ship`` makes the default model (config.TUNED_MODEL): it trains the same way on every retired
 gold question (the tuning families, blind sets 1-14; the Natech records and every manual
 included, nothing held out), measures on ``--hold``'s chunks what the compressed delta keeps of
@@ -165,6 +168,12 @@ def ship_families() -> dict[str, dict]:
             "blind14": {"paths": sorted((BENCH / "confirm14").glob("*/*.json")), "tuning": True}}
 
 
+def ship_questions() -> list[str]:
+    """The text of every question --ship trains on (QA.Training's list for ship_families())."""
+    return [q.question for spec in ship_families().values() if spec["tuning"]
+            for path in spec["paths"] for q in load_goldset(path).queries]
+
+
 def dense_hit1(model_dir: str, chunks: list, questions: list) -> tuple[float, np.ndarray]:
     """Dense alone over one document's chunks: the share of questions whose nearest chunk is on a gold
     page, and the chunk vectors (to compare two models' by cosine)."""
@@ -214,6 +223,7 @@ def ship(args) -> int:
                                         "cosine_to_averaged_mean": round(float(np.mean(np.sum(vectors * full, axis=1))), 5)}
             print(rank, fidelity[f"rank {rank}"], flush=True)
     saved = tuned_model.write_delta(bundled, models["merged"], tuned_model.DELTA, args.rank, record)
+    tuned_model.write_questions_read(ship_questions())
     result = {"command": "python benchmarks/supervised_fine_tune.py --ship " + f"--rank {args.rank} --hold {args.hold}",
               "shipped": saved, "fidelity_document": args.hold, "fidelity_questions": len(questions),
               "fidelity_chunks": len(chunks), "fidelity": fidelity,
@@ -232,9 +242,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ship", action="store_true",
                         help="train on every retired gold question and write the shipped delta (index/tuned_model.py)")
     parser.add_argument("--rank", type=int, default=64, help="the rank each encoder matrix's change keeps in the shipped form (--ship, compressed+adapter)")
+    parser.add_argument("--questions-read", action="store_true",
+                        help="only write index/minilm_questions_read.json: which gold questions the shipped delta was trained on")
     args = parser.parse_args(argv)
     if args.ship:
         return ship(args)
+    if args.questions_read:
+        from ragloupe.index import tuned_model
+
+        written = tuned_model.write_questions_read(ship_questions())
+        print(f"{written['questions']} questions ({len(written['question_digests'])} distinct) -> {tuned_model.QUESTIONS_READ}")
+        return 0
     started, load = time.perf_counter(), [round(os.getloadavg()[0], 1)]
     settings = get_settings(query_adapter="off", embedding_model=BUNDLED_MODEL)  # the benchmark index's model
     base = Workspace.open(settings)

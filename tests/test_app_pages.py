@@ -783,6 +783,16 @@ def test_evaluation_page_runs_and_compares_like_the_cli(app_env, workspace_of):
                                 "adapter learned from: dense and the default score them in-sample, higher than a new "
                                 "question would be (RAGLOUPE_QUERY_ADAPTER=off scores them without it).")]
                      if learned else [])
+    # ... and how many the default embedding model was fine-tuned on (its record beside its delta).
+    read = set(json.loads((Path(query_adapter.__file__).parents[1] / "index/minilm_questions_read.json")
+                          .read_text(encoding="utf-8"))["question_digests"])
+    tuned_on = sum(hashlib.sha256(" ".join(q.lower().split()).encode()).hexdigest()[:16] in read for q in questions)
+    assert tuned_on  # the demo's gold sets are among those it was fine-tuned on
+    assert [w.value for w in app.warning if "questions the embedding model" in w.value] == [md_escape(
+        f"{tuned_on} of these {len(questions)} questions are among the gold questions the embedding model "
+        "all-MiniLM-L6-v2+questions was fine-tuned on: dense and the default score them in-sample, higher than a "
+        "new question would be (an index built with RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2 scores them "
+        "without it).")]
     paired = next(d.value for d in app.dataframe if "p" in d.value.columns)
     assert all(re.fullmatch(r"p (< 0\.001|= [01]\.\d{3})", p) for p in paired["p"]), list(paired["p"])
 
@@ -1104,7 +1114,7 @@ def test_evaluation_says_its_coverage_caveat_right_under_the_figures_it_qualifie
     assert caveat.value.startswith("These figures hold for the parts of the documents the gold sets cover")
     assert "first three tenths" in caveat.value
     # a BM25 run is not searched with the query adapter: no in-sample note, though it learned from them
-    assert not [w for w in app.warning if "query adapter learned from" in w.value]
+    assert not [w for w in app.warning if "query adapter learned from" in w.value or "questions the embedding model" in w.value]
     # Each caveat a line of its own, as the coverage audit words it (run together, they read as one).
     from ragloupe.diagnostics.gold import find_goldsets, load_goldsets
     from ragloupe.evaluate.coverage_sources import coverage_report

@@ -121,3 +121,57 @@ def test_an_index_embedded_by_the_bundled_model_is_not_searched_with_the_default
     monkeypatch.setenv("RAGLOUPE_EMBEDDING_MODEL", BUNDLED_MODEL)
     assert main(["search", "diesel generators after a power loss", "--mode", "dense", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["hits"]
+
+
+def _digest(text: str) -> str:  # written out here: the record's spelling, not read from the code
+    import hashlib
+
+    return hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:16]
+
+
+def test_the_record_of_questions_read_belongs_to_the_shipped_delta_and_to_retired_sets_only():
+    from ragloupe.config import PROJECT_ROOT
+    from ragloupe.ingest.sources import file_sha256
+
+    record = json.loads(tuned_model.QUESTIONS_READ.read_text(encoding="utf-8"))
+    assert record["delta_sha256"] == file_sha256(tuned_model.DELTA)
+    assert record["questions"] == tuned_model.read_record()["questions"] == 2140
+    read = set(record["question_digests"])
+    unread_sets = ("confirm15/*/*.json", "confirm16/*/*.json", "natech/guidance2.gold.json", "*/*.holdout.json")
+    files = {path: {_digest(q["question"]) for q in json.loads(path.read_text(encoding="utf-8")).get("queries", [])}
+             for path in (PROJECT_ROOT / "data/benchmarks").glob("**/*.json")}
+    unread = {path for pattern in unread_sets for path in (PROJECT_ROOT / "data/benchmarks").glob(pattern)}
+    retired = set().union(*(asked for path, asked in files.items() if path not in unread))
+    assert files[PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json"] <= read  # a tuning set
+    assert len(read) == 2115 and read <= retired  # 2,140 questions, 25 asked twice, all from retired sets
+    # A blind set's question counts as read only where a retired set asks it word for word (one of set 15's).
+    coincident = read & set().union(*(files[path] for path in unread))
+    assert coincident <= retired and len(coincident) == 1
+
+
+def test_a_report_on_questions_the_model_was_tuned_on_says_they_are_in_sample():
+    from ragloupe.config import PROJECT_ROOT
+    from ragloupe.evaluate.coverage_sources import model_in_sample
+    from ragloupe.evaluate.coverage_text import render_lines
+    from ragloupe.evaluate.goldset import load_goldset
+
+    tuned_on = load_goldset(PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json")
+    unseen = load_goldset(PROJECT_ROOT / "data/benchmarks/natech/guidance2.gold.json")
+    n = len(json.loads((PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json").read_text())["queries"])
+    total = n + len(unseen.queries)
+    settings = Settings.from_env()
+    assert settings.embedding_model == TUNED_MODEL
+
+    said = model_in_sample(settings, "hybrid", [tuned_on, unseen])
+    warning = (f"{n} of these {total} questions are among the gold questions the embedding model "
+               "all-MiniLM-L6-v2+questions was fine-tuned on: dense and the default score them in-sample, higher "
+               "than a new question would be (an index built with RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2 "
+               "scores them without it)")
+    assert said == {"model": TUNED_MODEL, "learned_from": n, "questions": total, "warning": warning}
+    assert model_in_sample(settings, "dense", [unseen])["warning"] == ""
+    assert model_in_sample(settings, "bm25", [tuned_on])["learned_from"] == 0  # no dense engine of ours
+    assert model_in_sample(settings.replace(embedding_model=BUNDLED_MODEL), "hybrid", [tuned_on])["warning"] == ""
+    # The eval and tune commands print it under the coverage lines, after the query adapter's.
+    lines = render_lines({"goldsets": [], "pooled": {}, "warnings": [], "embedding_model": said,
+                          "query_adapter": {"warning": "the adapter's"}})
+    assert lines[-2:] == ["  in-sample: the adapter's", f"  in-sample: {warning}"]

@@ -64,6 +64,7 @@ def coverage_report(goldsets: Sequence[GoldSet], settings: Settings, store, mode
     report = C.audit(goldsets, layouts, [*in_force, *models])
     # Not a coverage finding: shown beside them, under its own words (coverage_text, coverage_view).
     report["query_adapter"] = adapter_in_sample(settings, mode, goldsets, adapter_retrained)
+    report["embedding_model"] = model_in_sample(settings, mode, goldsets)
     return _rounded(report)
 
 
@@ -89,6 +90,30 @@ def adapter_in_sample(settings: Settings, mode: str | None, goldsets: Sequence[G
                    "would be (RAGLOUPE_QUERY_ADAPTER=off scores them without it)")
     return {"source": adapter.source if adapter else None, "learned_from": n, "questions": len(questions),
             "warning": warning, "note": note}
+
+
+def model_in_sample(settings: Settings, mode: str | None, goldsets: Sequence[GoldSet]) -> dict:
+    """How many of the gold questions the default embedding model (config.TUNED_MODEL) was
+    fine-tuned on, when it is the model in force or the one `ragloupe adapt` started from, and
+    ``mode`` runs dense: their figures are in-sample, and say so. Tune cannot retrain the model in
+    its folds (a fold's training takes a quarter of an hour), so its figures on them are too."""
+    from ragloupe.config import BUNDLED_MODEL, TUNED_MODEL, adapted_average
+    from ragloupe.index import tuned_model
+    from ragloupe.retrieve.modes import runs_dense
+    from ragloupe.retrieve.query_adapter import question_digest
+
+    questions = [q.question for g in goldsets for q in g.queries]
+    average = adapted_average(settings) if mode and runs_dense([mode]) else None
+    tuned = average is not None and TUNED_MODEL in (settings.embedding_model, average[0])
+    n = sum(question_digest(q) in tuned_model.questions_read() for q in questions) if tuned else 0
+    model = TUNED_MODEL.removeprefix("bundled:")
+    whose = (f"the embedding model {model}" if settings.embedding_model == TUNED_MODEL
+             else f"{model}, the model this index's model was adapted from,")
+    warning = (f"{n} of these {len(questions)} questions are among the gold questions {whose} was fine-tuned "
+               "on: dense and the default score them in-sample, higher than a new question would be (an index "
+               f"built with RAGLOUPE_EMBEDDING_MODEL={BUNDLED_MODEL} scores them without it)") if n else ""
+    return {"model": settings.embedding_model if tuned else None, "learned_from": n,
+            "questions": len(questions), "warning": warning}
 
 
 def _rounded(value: Any) -> Any:

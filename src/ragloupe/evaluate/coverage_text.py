@@ -156,4 +156,6 @@ def render_lines(coverage: Mapping) -> list[str]:
         lines.append(f"  in-sample: {adapter['warning']}")
     elif adapter.get("note"):
         lines.append(f"  query adapter: {adapter['note']}")
+    if warning := (coverage.get("embedding_model") or {}).get("warning"):
+        lines.append(f"  in-sample: {warning}")
     return lines

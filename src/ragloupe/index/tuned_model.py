@@ -16,10 +16,15 @@ all as float16. How much of the fine-tune that keeps is measured by ``--ship`` (
 The model directory is made once from the two, under ``<models_dir>/tuned/`` (keyed by the
 delta's digest; written to a staging folder and renamed, like the ONNX export), so
 sentence-transformers, the ONNX export and `ragloupe adapt` read it as any local model.
+
+``minilm_questions_read.json`` beside it keeps a digest of each gold question the model was
+fine-tuned on (query_adapter.question_digest), so a report on those questions can say its dense
+figures are in-sample (evaluate/coverage_sources.model_in_sample).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -31,12 +36,23 @@ from ragloupe.errors import EmbedderUnavailable
 from ragloupe.ingest.sources import file_sha256
 
 DELTA = Path(__file__).with_name("minilm_questions.npz")
+QUESTIONS_READ = Path(__file__).with_name("minilm_questions_read.json")
 WEIGHTS = "model.safetensors"
 RECORD = "tuned.json"
 ROW_MOVED = 1e-4  # a word-embedding row whose largest change is below this kept as it was (weight decay alone)
 
 
 # -- writing the delta (benchmarks/supervised_fine_tune.py --ship) --------------------------------
+
+def write_questions_read(questions: list[str], out: Path = QUESTIONS_READ, delta_file: Path = DELTA) -> dict:
+    """Record which gold questions the delta's model was fine-tuned on: their digests, sorted, with
+    the delta's SHA-256 so the record names the model it belongs to."""
+    from ragloupe.retrieve.query_adapter import question_digest
+
+    record = {"delta_sha256": file_sha256(delta_file), "questions": len(questions),
+              "question_digests": sorted({question_digest(q) for q in questions})}
+    out.write_text(json.dumps(record, indent=0) + "\n", encoding="utf-8")
+    return record
 
 def compress(source: dict[str, np.ndarray], tuned: dict[str, np.ndarray], rank: int) -> dict[str, np.ndarray]:
     """``tuned`` - ``source`` as arrays to save: ``<name>.u``/``.v`` (rank-``rank`` factors of an
@@ -88,6 +104,12 @@ def write_delta(source_dir: Path, tuned_dir: Path, out: Path, rank: int, record:
 
 
 # -- the model directory ---------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def questions_read() -> frozenset[str]:
+    """The digests of the gold questions the shipped model was fine-tuned on (write_questions_read)."""
+    return frozenset(json.loads(QUESTIONS_READ.read_text(encoding="utf-8"))["question_digests"])
+
 
 def read_record(delta_file: Path = DELTA) -> dict:
     with np.load(delta_file) as data:

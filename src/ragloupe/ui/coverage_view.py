@@ -71,13 +71,16 @@ def position_chart(coverage: Mapping, height: int = 300) -> go.Figure:
 
 
 def show_in_sample(coverage: Mapping) -> None:
-    """The audit's note that the query adapter learned from these questions, when it did (and, in a
-    tuning report, that tune retrained it in its folds): shown by the results it qualifies."""
+    """The audit's notes that the query adapter learned from these questions, when it did (and, in a
+    tuning report, that tune retrained it in its folds), and that the embedding model was fine-tuned
+    on them: shown by the results they qualify."""
     adapter = coverage.get("query_adapter") or {}
     if in_sample := adapter.get("warning"):
         st.warning(md_escape(in_sample[0].upper() + in_sample[1:] + "."))
     elif retrained := adapter.get("note"):  # tune's: the adapter was retrained in its folds
         st.info(md_escape(retrained[0].upper() + retrained[1:] + "."))
+    if model := (coverage.get("embedding_model") or {}).get("warning"):
+        st.warning(md_escape(model[0].upper() + model[1:] + "."))
 
 
 def show_coverage(coverage: Mapping) -> None:
