@@ -7,7 +7,9 @@ On the index RAGLOUPE_INDEX_DIR points at (the three Grampian reports,
 data/benchmarks/natech/guidance.csv and data/benchmarks/manuals/pdf), every set
 under data/benchmarks/<--set>/ (confirm: the first confirmation set; confirm2: the second,
 written on 2026-12-05 after the first had been used once; confirm3 to confirm16: the third to the
-sixteenth, each written after the one before had been used once, or before it was) is scored by `ragloupe eval`'s evaluate(), each
+sixteenth, each written after the one before had been used once, or before it was; unseen1: questions
+on three R manuals, data/benchmarks/rmanuals/, that nothing in ragloupe was made from, on an index
+of those manuals) is scored by `ragloupe eval`'s evaluate(), each
 question scoped to its document, in each mode. Nothing here chooses anything:
 the sets are measured once, after tuning, and the figures are reported as they
 come. Per family (Grampian reports split by the question's wording, manuals,
@@ -37,6 +39,8 @@ from ragloupe.evaluate.runs import evaluate  # noqa: E402
 from ragloupe.workspace import Workspace  # noqa: E402
 
 BENCH = PROJECT_ROOT / "data/benchmarks"
+# Kinds whose questions are also reported by wording (paraphrased, natural) besides all together.
+BY_WORDING = ("grampian", "rmanuals")
 METRICS = ("hit@1", "hit@3", "rr@10")
 
 
@@ -53,7 +57,7 @@ def question_facts(paths: list[Path]) -> dict[tuple[str, str], dict]:
         kind = path.parent.name  # grampian, manuals or natech
         for query in data.get("queries", []):
             wording = query.get("wording", "")
-            family = f"{kind}-{wording}" if kind == "grampian" and wording else kind
+            family = f"{kind}-{wording}" if kind in BY_WORDING and wording else kind
             facts[(name, str(query["query_id"]))] = {"family": family, "kind": kind, "wording": wording,
                                                       "quarter": query.get("quarter")}
     return facts
@@ -76,7 +80,7 @@ def main() -> None:
     parser.add_argument("--label", required=True, help="what index this is (bundled, adapted, ...)")
     parser.add_argument("--set", default="confirm", choices=("confirm", "confirm2", "confirm3", "confirm4", "confirm5", "confirm6", "confirm7", "confirm8", "confirm9", "confirm10",
                                                                   "confirm11", "confirm12", "confirm13", "confirm14", "confirm15",
-                                                                  "confirm16"),
+                                                                  "confirm16", "unseen1"),
                         help="which confirmation set under data/benchmarks/")
     parser.add_argument("--modes", default="dense,bm25,hybrid")
     parser.add_argument("--out", type=Path)
@@ -102,14 +106,15 @@ def main() -> None:
                              f"{missing[:1] or 'it is empty'}")
         by_mode[mode] = [{**facts[(r["goldset"], str(r["query_id"]))], "key": (r["goldset"], str(r["query_id"])),
                           "metrics": r["metrics"]} for r in report.data["queries"]]
-    families = sorted({f["family"] for f in facts.values()} | {"grampian"})
+    kinds = {f["kind"] for f in facts.values()}
+    families = sorted({f["family"] for f in facts.values()} | (set(BY_WORDING) & kinds))
     result: dict = {"label": args.label, "set": args.set, "index_dir": str(settings.path("index_dir")),
                     "embedding_model": settings.embedding_model, "default_mode": settings.mode,
                     "fusion": settings.fusion, "sets": [str(p.relative_to(PROJECT_ROOT)) for p in paths],
                     "seconds": seconds, "families": {}}
     for family in families:
         def keep(row: dict) -> bool:
-            return row["family"] == family or (family == "grampian" and row["kind"] == "grampian")
+            return row["family"] == family or (family in BY_WORDING and row["kind"] == family)
         entry: dict = {}
         for mode in modes:
             rows = [r for r in by_mode[mode] if keep(r)]
@@ -148,7 +153,7 @@ def against(name: str, label: str, questions: dict, by_mode: dict, families: lis
         out["families"][family] = {}
         for mode, rows in by_mode.items():
             keys = ["|".join(r["key"]) for r in rows
-                    if r["family"] == family or (family == "grampian" and r["kind"] == "grampian")]
+                    if r["family"] == family or (family in BY_WORDING and r["kind"] == family)]
             keys = [k for k in keys if k in theirs.get("questions", {}).get(mode, {})]
             if not keys:
                 continue
