@@ -6,8 +6,8 @@
 On the index RAGLOUPE_INDEX_DIR points at (the three Grampian reports,
 data/benchmarks/natech/guidance.csv and data/benchmarks/manuals/pdf), every set
 under data/benchmarks/<--set>/ (confirm: the first confirmation set; confirm2: the second,
-written on 2026-12-05 after the first had been used once; confirm3 to confirm16: the third to the
-sixteenth, each written after the one before had been used once, or before it was; unseen1: questions
+written on 2026-12-05 after the first had been used once; confirm3 to confirm17: the third to the
+seventeenth, each written after the one before had been used once, or before it was; unseen1: questions
 on three R manuals, data/benchmarks/rmanuals/, that nothing in ragloupe was made from, on an index
 of those manuals) is scored by `ragloupe eval`'s evaluate(), each
 question scoped to its document, in each mode. Nothing here chooses anything:
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--label", required=True, help="what index this is (bundled, adapted, ...)")
     parser.add_argument("--set", default="confirm", choices=("confirm", "confirm2", "confirm3", "confirm4", "confirm5", "confirm6", "confirm7", "confirm8", "confirm9", "confirm10",
                                                                   "confirm11", "confirm12", "confirm13", "confirm14", "confirm15",
-                                                                  "confirm16", "unseen1"),
+                                                                  "confirm16", "confirm17", "unseen1"),
                         help="which confirmation set under data/benchmarks/")
     parser.add_argument("--modes", default="dense,bm25,hybrid")
     parser.add_argument("--out", type=Path)
