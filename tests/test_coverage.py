@@ -227,10 +227,14 @@ def test_train_learned_audits_the_model_it_writes(demo_env, tmp_path, capsys):
     assert [lead["feature"] for lead in audited["leaning"]] == \
         [lead["feature"] for lead in C.leaning_features(written)]
     assert not out["coverage"]["pooled"]["page"]["judged"]  # 9 questions: described, not judged
-    # These questions are among those the shipped query adapter learned from, and the model's
-    # dense features read it: its leave-one-document-out figure is in-sample, and the report says so.
+    # These questions are among those the shipped query adapter learned from and the default embedding
+    # model was fine-tuned on, and the model's dense features read both: its leave-one-document-out
+    # figure is in-sample, and the report says so.
     assert out["coverage"]["query_adapter"]["learned_from"] == 9
+    assert out["coverage"]["embedding_model"]["learned_from"] == 9
     assert main(["tune", *map(str, paths), "--train-learned", "--out", str(out_file)]) == 0
     said = capsys.readouterr().out
-    assert "(in-sample for the query adapter, which learned from 9 of these questions: below)" in said
+    assert ("(in-sample for the query adapter, which learned from 9 of these questions, and the embedding "
+            "model, fine-tuned on 9 of them: below)") in said
     assert "9 of these 9 questions are among those the shipped query adapter learned from" in said
+    assert "9 of these 9 questions are among the gold questions the embedding model" in said

@@ -176,3 +176,15 @@ def test_a_report_on_questions_the_model_was_tuned_on_says_they_are_in_sample():
     lines = render_lines({"goldsets": [], "pooled": {}, "warnings": [], "embedding_model": said,
                           "query_adapter": {"warning": "the adapter's"}})
     assert lines[-2:] == ["  in-sample: the adapter's", f"  in-sample: {warning}"]
+
+
+def test_tune_train_learned_names_whatever_read_its_questions_beside_its_figure():
+    from ragloupe.cli.tune_cmd import _in_sample_note
+
+    def coverage(adapter: int, model: int) -> dict:
+        return {"query_adapter": {"learned_from": adapter}, "embedding_model": {"learned_from": model}}
+
+    assert _in_sample_note(coverage(0, 0)) == ""
+    assert _in_sample_note(coverage(0, 4)) == " (in-sample for the embedding model, fine-tuned on 4 of these questions: below)"
+    assert _in_sample_note(coverage(3, 0)) == " (in-sample for the query adapter, which learned from 3 of these questions: below)"
+    assert _in_sample_note({"query_adapter": {"learned_from": 0}}) == ""  # a report from before the model's section

@@ -126,12 +126,10 @@ def handle(args: argparse.Namespace) -> CommandResult:
         trained = train_learned(goldsets, out, workspace=workspace)
         held = trained["leave_one_group_out"]
         trained["coverage"] = _trained_coverage(goldsets, Path(trained["path"]), settings, workspace.store)
-        adapter = trained["coverage"]["query_adapter"]
         text = [f"learned fusion model written to {trained['path']} ({trained['n_questions']} questions)"]
         if held:
             text.append(f"leave-one-document-out: Hit@1 {held['hit@1']:.3f}, MRR {held['mrr']:.3f}"
-                        + (f" (in-sample for the query adapter, which learned from {adapter['learned_from']} of "
-                           "these questions: below)" if adapter["learned_from"] else ""))
+                        + _in_sample_note(trained["coverage"]))
         text.append(f"use it with RAGLOUPE_FUSION=learned RAGLOUPE_LEARNED_MODEL={trained['path']}")
         return CommandResult(trained, "\n".join(text + ["", *render_lines(trained["coverage"])]))
     confirm = [load_goldset(path) for path in confirmation_paths(args.confirm)]
@@ -149,6 +147,19 @@ def handle(args: argparse.Namespace) -> CommandResult:
     data = summary(report)
     data.update({"applied": applied, "apply_note": apply_note})
     return CommandResult(data, render(report, apply_note))
+
+
+def _in_sample_note(coverage: dict) -> str:
+    """What read these questions before the learned model's figure did (its dense features), e.g.
+    " (in-sample for the query adapter, which learned from 9 of these questions: below)"; "" when nothing did."""
+    read = [(n, what) for n, what in (
+        (coverage["query_adapter"]["learned_from"], "the query adapter, which learned from {n} of {these}"),
+        ((coverage.get("embedding_model") or {}).get("learned_from", 0), "the embedding model, fine-tuned on {n} of {these}"))
+        if n]
+    if not read:
+        return ""
+    said = [what.format(n=n, these="these questions" if i == 0 else "them") for i, (n, what) in enumerate(read)]
+    return f" (in-sample for {', and '.join(said)}: below)"
 
 
 def _trained_coverage(goldsets, path: Path, settings, store) -> dict:
