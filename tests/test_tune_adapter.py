@@ -87,3 +87,25 @@ def test_the_spaces_hold_the_settings_in_force_without_the_adapter_and_apply_nam
     # An index's own adapter file stays named where `adapt --queries` put it, not copied into .env.
     own = {"mode": "hybrid", "query_adapter": str(tmp_path / "query-adapter-0123456789ab.npz")}
     assert "RAGLOUPE_QUERY_ADAPTER" not in tune_cmd.env_values(own)
+
+
+def test_an_adapter_that_read_a_few_of_them_is_scored_as_search_runs_it_and_they_are_called_in_sample(
+        adopted, tmp_path, monkeypatch):
+    # Six questions of its own record each plus one the adapter learned from: 1 of 7, within the share
+    # FEW_READ allows here. Retraining on six questions would stand for an adapter that learned elsewhere.
+    monkeypatch.setattr(TA, "FEW_READ", 0.2)
+    asked = {record: list(texts) for record, texts in VERBATIM.items()}
+    asked["n1"] = asked["n1"] + [SWAPPED["n1"][0]]
+    gold = gold_file(tmp_path / "mixed.gold.json", asked)
+    data = tune_with(adopted, gold).data
+    assert data["query_adapter"]["learned_from"] == 1 and not data["query_adapter"]["retrained_in_folds"]
+    assert not any(row["adapter_retrained"] for row in data["configs"])
+    assert data["query_adapter"]["scored"] == (
+        "it learned from 1 of the 7 tuning questions (asked word for word in a set it learned from), at most 20% "
+        "of them: configurations with it are scored as they are, those questions in-sample")
+    searched = dense_hit1(adopted, asked, adopted.query_adapter)
+    assert data["current"]["figures"]["hit@1"]["mean"] == pytest.approx(searched, abs=1e-4)
+    assert data["coverage"]["query_adapter"]["warning"].startswith(
+        "1 of these 7 questions are among those the index's own query adapter learned from: dense and the default "
+        "score them in-sample")
+    assert TA.retrains(3, 7) and not TA.retrains(0, 7)  # above the share: retrained in the folds, as before

@@ -8,7 +8,11 @@ for each fold an adapter of the same recipe (adapt/query_training.py: the loss, 
 regularisation, the starting matrix) is trained on the training groups' questions only, and
 the held-out questions are searched again with it (fetch(), the dense engine reading the fold's
 adapter). An adapter that learned from none of the questions fits nothing of them: tune scores
-it as a fixed configuration, and no trainer is made.
+it as a fixed configuration, and no trainer is made. Nor when it learned from a few, at most
+FEW_READ of them (a retired gold set's question asked again word for word in yours): reading them
+moves no figure over the questions by more than that share, while an adapter retrained on the
+user's few hundred questions would stand for the shipped one, learned from 1,668, and score lower
+than what the user gets. Those few are then in-sample, and the report says how many.
 
 The configuration's training figure inside a fold is a grouped cross-validation of its own
 (INNER_FOLDS folds of the training groups, as learned fusion's), so every figure the selection
@@ -36,6 +40,14 @@ from ragloupe.evaluate.tune_space import Config
 from ragloupe.evaluate.tune_trainer import grouped_cross_validation
 from ragloupe.retrieve import query_adapter
 from ragloupe.retrieve.search import replay
+
+FEW_READ = 0.01  # the share of the questions an adapter may have learned from and still be scored as it is
+
+
+def retrains(learned_from: int, n_questions: int) -> bool:
+    """Whether tune retrains the adapter in its folds: it learned from more than FEW_READ of the questions."""
+    return learned_from > FEW_READ * n_questions
+
 
 IN_FORCE_NOTE = ("the query adapter in force learned from these questions: they are scored with an adapter of "
                  "its recipe retrained without each question's document (in-sample they would score higher)")
@@ -134,8 +146,13 @@ def report_section(settings: Settings, questions: Sequence[TuneQuestion], confir
     confirmation (``read_confirming``) questions it learned from, and how tune scored the
     configurations that search with it (``in_force``: the settings in force's configuration)."""
     adapter, why = query_adapter.in_force(settings)
+    retrained = retrains(learned_from, len(questions))
     if adapter is None:
         scored = "no query adapter is in force: dense searches with the question's own vector"
+    elif learned_from and not retrained:
+        scored = (f"it learned from {learned_from} of the {len(questions)} tuning questions (asked word for word "
+                  f"in a set it learned from), at most {FEW_READ:.0%} of them: configurations with it are scored "
+                  "as they are, those questions in-sample")
     elif learned_from:
         scored = (f"it learned from {learned_from} of the {len(questions)} tuning questions: each configuration "
                   "that searches with it was scored with an adapter of its recipe retrained in every fold, "
@@ -148,9 +165,10 @@ def report_section(settings: Settings, questions: Sequence[TuneQuestion], confir
     if adapter is not None and confirming:
         scored += ("; on the confirmation family, with " + (
             "an adapter retrained on every tuning question (it learned from "
-            f"{read_confirming} of the {len(confirming)} confirmation questions)" if read_confirming
-            else "the adapter itself (it learned from none of the confirmation questions)"))
+            f"{read_confirming} of the {len(confirming)} confirmation questions)"
+            if retrains(read_confirming, len(confirming))
+            else f"the adapter itself (it learned from {read_confirming or 'none'} of the confirmation questions)"))
     return {"in_force": why, "source": adapter.source if adapter else None,
             "digest": adapter.digest if adapter else None, "learned_from": int(learned_from),
-            "confirmation_learned_from": int(read_confirming), "retrained_in_folds": bool(learned_from),
-            "scored": scored}
+            "confirmation_learned_from": int(read_confirming),
+            "retrained_in_folds": bool(adapter is not None and retrained), "scored": scored}

@@ -105,12 +105,13 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     confirming = indexed_only(confirming, workspace.store) if confirming else []
     adapter_read = TA.needs_retraining(settings, questions)
     confirm_read = TA.needs_retraining(settings, confirming) if confirming else 0
-    if adapter_read:  # learned contenders learn from their candidates: none fetched by an adapter that read them
+    retrain = TA.retrains(adapter_read, len(questions))  # else scored as it is (none or a few read)
+    if retrain:  # learned contenders learn from their candidates: none fetched by an adapter that read them
         base_configs = list(dict.fromkeys([base_configs[0], *(c.without_adapter() if c.learned else c
                                                               for c in base_configs[1:])]))
     with TA.scratch_dir() as scratch:
         sweep = _Sweep(questions, scope, settings, workspace, progress, confirming,
-                       Path(scratch) if adapter_read else None, confirm_read > 0)
+                       Path(scratch) if retrain else None, TA.retrains(confirm_read, len(confirming)))
         for v, variant in enumerate(variants):
             sweep.score_variant(v, variant, len(variants), base_configs)
         run, learned_s = sweep.select(sets, space, variants, cuts)
@@ -125,7 +126,7 @@ def tune(goldsets: Sequence[GoldSet | str | Path], scope: str = "doc", space: st
     trainer = sweep.trainers.get(best)
     tuned = [CS.fitted_model(trainer, len(questions), sets)] if trainer is not None and trainer.learned else []
     data["coverage"] = CS.coverage_report(sets, settings, workspace.store, sweep.configs[0].mode, tuned,
-                                          adapter_retrained=bool(adapter_read))
+                                          adapter_retrained=retrain)
     timings = {"started_at": started_at, "total_s": round(time.perf_counter() - started, 2),
                **{name: round(value, 2) for name, value in sweep.seconds.items()},
                "learned_s": round(learned_s, 2),
