@@ -80,18 +80,29 @@ BENCH = PROJECT_ROOT / "data/benchmarks"
 THROUGH = 13
 
 
-def training_pairs(workspace, questions: list, hold: str) -> list[P.Pair]:
+def training_pairs(workspace, questions: list, hold: str, negatives: str = "bm25") -> list[P.Pair]:
+    """``negatives``: "bm25", BM25's best chunk of another page of the document (adapt/pairs.py's
+    rule); "neighbour", the chunk of the page just before or after the positive's (not a gold page)
+    the bundled model ranks nearest the question, else BM25's: the neighbouring notes pages the
+    default confuses most."""
     table, lexical = workspace.chunk_table(), workspace.lexical()
     out = []
     wanted = [q for q in questions if q.doc_id != hold and q.doc_id in table.by_doc]
     vectors = np.asarray(workspace.embedder.encode([q.question for q in wanted]), dtype=np.float32)
     for q, vector in zip(wanted, vectors):
-        gold = [table.by_id[i] for i in table.by_doc[q.doc_id] if table.by_id[i].unit in q.expected_units]
+        chunks = [table.by_id[i] for i in table.by_doc[q.doc_id]]
+        gold = [c for c in chunks if c.unit in q.expected_units]
         if not gold:
             continue
         chunk_vectors = np.asarray(workspace.store.get_embeddings([c.chunk_id for c in gold]), dtype=np.float32)
         best = gold[int(np.argmax(chunk_vectors @ vector))]
-        negative = P._hard_negative(lexical, "gold", q.question, best)
+        negative = ""
+        if negatives == "neighbour":
+            near = [c for c in chunks if abs(c.page - best.page) == 1 and c.unit not in q.expected_units]
+            if near:
+                near_vectors = np.asarray(workspace.store.get_embeddings([c.chunk_id for c in near]), dtype=np.float32)
+                negative = near[int(np.argmax(near_vectors @ vector))].search_text
+        negative = negative or P._hard_negative(lexical, "gold", q.question, best)
         out.append(P.Pair("gold", q.question, best.search_text, negative, q.doc_id, best.unit, best.chunk_id))
     return out
 
@@ -242,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ship", action="store_true",
                         help="train on every retired gold question and write the shipped delta (index/tuned_model.py)")
     parser.add_argument("--rank", type=int, default=64, help="the rank each encoder matrix's change keeps in the shipped form (--ship, compressed+adapter)")
+    parser.add_argument("--variants", default="", help="comma-separated variants to score (default: all; bundled+adapter is the baseline)")
+    parser.add_argument("--negatives", choices=("bm25", "neighbour"), default="bm25",
+                        help="each pair's hard negative: BM25's best chunk of another page (shipped), or the nearest chunk of a neighbouring page")
     parser.add_argument("--questions-read", action="store_true",
                         help="only write index/minilm_questions_read.json: which gold questions the shipped delta was trained on")
     args = parser.parse_args(argv)
@@ -259,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     fams = {**QA.bench.families(), **QA.retired_families(THROUGH)}
     data = QA.Training(base, fams, Path("/tmp/query_adapter"))
     adapter = data.adapter("lodo-r0.01", args.hold)
-    pairs = training_pairs(base, data.questions, args.hold)
+    pairs = training_pairs(base, data.questions, args.hold, args.negatives)
     models = train(pairs, args.work / args.hold, args.merge)
     models["compressed"] = compressed(models["merged"], args.work / args.hold, args.rank, {"merge_weight": args.merge})
     # the held-out document's file: a report's or a manual's PDF, or the Natech records' CSV ("guidance")
@@ -268,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
                 "merged": (str(models["merged"]), None), "merged+adapter": (str(models["merged"]), adapter),
                 "trained": (str(models["trained"]), None),
                 "compressed+adapter": (str(models["compressed"]), adapter)}
+    if args.variants:
+        variants = {name: variants[name] for name in args.variants.split(",")}
     fams_eval = eval_families(args.hold)
     runs = {}
     for name, (model, matrix) in variants.items():
