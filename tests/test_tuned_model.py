@@ -188,3 +188,28 @@ def test_tune_train_learned_names_whatever_read_its_questions_beside_its_figure(
     assert _in_sample_note(coverage(0, 4)) == " (in-sample for the embedding model, fine-tuned on 4 of these questions: below)"
     assert _in_sample_note(coverage(3, 0)) == " (in-sample for the query adapter, which learned from 3 of these questions: below)"
     assert _in_sample_note({"query_adapter": {"learned_from": 0}}) == ""  # a report from before the model's section
+
+
+def test_a_model_adapted_from_the_default_carries_its_questions_read_and_one_from_the_bundled_does_not(tmp_path):
+    import dataclasses
+
+    from ragloupe.config import PROJECT_ROOT
+    from ragloupe.evaluate.coverage_sources import model_in_sample
+    from ragloupe.evaluate.goldset import load_goldset
+
+    tuned_on = load_goldset(PROJECT_ROOT / "data/benchmarks/natech/guidance.gold.json")
+    n = len(tuned_on.queries)
+
+    def adapted_from(source: str) -> Settings:  # an index's adopted `ragloupe adapt` model, as config reads it
+        folder = tmp_path / source.replace(":", "_")
+        folder.mkdir()
+        (folder / "training.json").write_text(json.dumps({"source_model": source, "settings": {"merge_weight": 0.5}}))
+        settings = Settings.from_env().replace(embedding_model=str(folder))
+        return dataclasses.replace(settings, sources={**settings.sources, "embedding_model": "adapted"})
+
+    said = model_in_sample(adapted_from(TUNED_MODEL), "hybrid", [tuned_on])
+    assert said["learned_from"] == n and said["warning"].startswith(
+        f"{n} of these {n} questions are among the gold questions all-MiniLM-L6-v2+questions, the model this "
+        "index's model was adapted from, was fine-tuned on: dense and the default score them in-sample")
+    assert model_in_sample(adapted_from(BUNDLED_MODEL), "hybrid", [tuned_on]) == {
+        "model": None, "learned_from": 0, "questions": n, "warning": ""}
