@@ -107,9 +107,25 @@ def test_prose_full_of_figures_gives_no_table(read):
     assert "the board spent 3,000" in page.text
 
 
-def test_page_past_its_table_time_keeps_its_text_and_says_why(tmp_path):
+def test_page_past_its_table_time_keeps_its_text_and_says_why(tmp_path, monkeypatch):
+    import time
+
+    from ragloupe.ingest import tables
     from ragloupe.ingest.pdf import ExtractOptions, build_pages, extract_raw
 
+    # The CPU timer is checked at the kernel's tick: a page read in less than a tick of CPU (on a busy
+    # machine, now and then) finished before the stop could land. Detection here is made slower than
+    # any tick, in pure Python where the stop lands; a stop that never comes fails after 2 s a page.
+    real = tables.extract_tables
+
+    def slow(page):
+        found = real(page)
+        ends = time.process_time() + 2.0
+        while time.process_time() < ends:
+            pass
+        return found
+
+    monkeypatch.setattr(tables, "extract_tables", slow)
     table_page = {"columns": COLUMNS, "top": 760, "above": PROSE, "below": (), "header_rows": (HEADER,),
                   "rows": ROWS, "partly_ruled": True}
     path = pf.write_table_pdf(tmp_path / "slow-tables.pdf", [table_page, table_page])
