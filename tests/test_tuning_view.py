@@ -83,6 +83,20 @@ def test_tuning_section_shows_out_of_fold_beside_in_sample_and_the_gap(tuning_en
     assert ("settings in force: the query adapter in force learned from these questions: they are scored with "
             "an adapter of its recipe retrained without each question's document (in-sample they would score "
             "higher)") in [t.value for t in app.text]
+    # The default embedding model was fine-tuned on the benchmark questions too, and tune cannot retrain it:
+    # that one is a warning, with the count of the record beside its delta (the manual question is not in it).
+    import hashlib
+
+    read = set(json.loads((PROJECT_ROOT / "src/ragloupe/index/minilm_questions_read.json")
+                          .read_text(encoding="utf-8"))["question_digests"])
+    asked = [q["question"] for path in sorted(Path(tuning_env.path("benchmarks_dir")).glob("*.json"))
+             for q in json.loads(path.read_text(encoding="utf-8"))["queries"]]
+    tuned_on = sum(hashlib.sha256(" ".join(q.lower().split()).encode()).hexdigest()[:16] in read for q in asked)
+    assert (tuned_on, len(asked)) == (24, 25)
+    assert [box.value for box in app.warning if "questions the embedding model" in box.value] == [md_escape(
+        "24 of these 25 questions are among the gold questions the embedding model all-MiniLM-L6-v2+questions was "
+        "fine-tuned on: dense and the default score them in-sample, higher than a new question would be (an index "
+        "built with RAGLOUPE_EMBEDDING_MODEL=bundled:all-MiniLM-L6-v2 scores them without it).")]
 
 def test_gap_chart_marks_each_fold_choice_and_the_in_sample_best():
     data = {"configs": [

@@ -152,14 +152,12 @@ def handle(args: argparse.Namespace) -> CommandResult:
 def _in_sample_note(coverage: dict) -> str:
     """What read these questions before the learned model's figure did (its dense features), e.g.
     " (in-sample for the query adapter, which learned from 9 of these questions: below)"; "" when nothing did."""
-    read = [(n, what) for n, what in (
-        (coverage["query_adapter"]["learned_from"], "the query adapter, which learned from {n} of {these}"),
-        ((coverage.get("embedding_model") or {}).get("learned_from", 0), "the embedding model, fine-tuned on {n} of {these}"))
-        if n]
-    if not read:
-        return ""
-    said = [what.format(n=n, these="these questions" if i == 0 else "them") for i, (n, what) in enumerate(read)]
-    return f" (in-sample for {', and '.join(said)}: below)"
+    adapter = coverage["query_adapter"]["learned_from"]
+    model = (coverage.get("embedding_model") or {}).get("learned_from", 0)
+    said = [f"the query adapter, which learned from {adapter} of these questions"] if adapter else []
+    if model:
+        said.append(f"the embedding model, fine-tuned on {model} of {'them' if said else 'these questions'}")
+    return f" (in-sample for {', and '.join(said)}: below)" if said else ""
 
 
 def _trained_coverage(goldsets, path: Path, settings, store) -> dict:
