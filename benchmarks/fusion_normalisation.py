@@ -38,13 +38,15 @@ from ragloupe.evaluate.runs import evaluate  # noqa: E402
 from ragloupe.retrieve import fusion  # noqa: E402
 from ragloupe.workspace import Workspace  # noqa: E402
 
+SHIPPED = fusion.min_max_scaled  # min-max fusion's weighted sum and order stay; only this is swapped
+
 
 def scaled(values: dict[str, float], how: str) -> dict[str, float]:
     """One engine's first scores, scaled by ``how`` (see the module docstring)."""
-    low, high = min(values.values()), max(values.values())
     if how == "minmax":
-        return {k: (v - low) / (high - low) if high > low else 1.0 for k, v in values.items()}
+        return SHIPPED(values)
     if how == "max":
+        high = max(values.values())
         return {k: v / high if high else 0.0 for k, v in values.items()}
     mean, spread = statistics.fmean(values.values()), statistics.pstdev(values.values()) or 1.0
     if how == "z":
@@ -54,23 +56,6 @@ def scaled(values: dict[str, float], how: str) -> dict[str, float]:
     return {k: min(1.0, max(0.0, (v - bottom) / (top - bottom))) for k, v in values.items()}
 
 
-def fusion_by(how: str):
-    """fusion.minmax with its scaling replaced: the weighted sum and the order as shipped."""
-    def fuse(scored, weights=None):
-        weights = weights or {}
-        per_engine, scores = {}, {}
-        for engine, pairs in scored.items():
-            per_engine[engine] = fusion.first_ranks([item for item, _ in pairs])
-            first: dict[str, float] = {}
-            for item, value in pairs:
-                first.setdefault(item, float(value))
-            if first:
-                for item, value in scaled(first, how).items():
-                    scores[item] = scores.get(item, 0.0) + float(weights.get(engine, 1.0)) * value
-        return fusion._ordered(scores, per_engine)
-    return fuse
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="confirm15,confirm16")
@@ -78,11 +63,10 @@ def main() -> None:
     args = parser.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     workspace = Workspace.open(get_settings())
-    shipped = fusion.minmax
     found: dict = {}
     try:
         for how in ("minmax", "max", "z", "dbsf", "dbsf2"):
-            fusion.minmax = fusion_by(how)
+            fusion.min_max_scaled = lambda values, how=how: scaled(values, how)
             counts: Counter = Counter()
             for name in sets:
                 paths = confirmation_sets(name)
@@ -99,7 +83,7 @@ def main() -> None:
             found[how] = dict(sorted(counts.items()))
             print(how, {k: v for k, v in sorted(counts.items()) if not k.startswith("n ")})
     finally:
-        fusion.minmax = shipped
+        fusion.min_max_scaled = SHIPPED
     result = {"command": f"python benchmarks/fusion_normalisation.py --sets {args.sets}", "sets": sets,
               "mode": "hybrid", "weights": {"dense": workspace.settings.weight_dense, "bm25": workspace.settings.weight_bm25},
               "found_first": found}

@@ -93,7 +93,8 @@ def score_question(query: dict, model, vectors: dict, workspace: Workspace) -> d
         e5[page] = max(e5.get(page, -1.0), float(value))
     firsts["default"] = next(iter(default), None)
     firsts["e5"] = max(e5, key=e5.get)
-    fused, beside = min_max(default), min_max({p: e5.get(p, min(e5.values())) for p in default})
+    floor = min(e5.values())
+    fused, beside = min_max(default), min_max({p: e5.get(p, floor) for p in default})
     for weight in WEIGHTS:
         firsts[f"default+e5 w{weight}"] = max(fused, key=lambda p: fused[p] + weight * beside[p])
     hits = {name: int(page in expected) for name, page in firsts.items()}

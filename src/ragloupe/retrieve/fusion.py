@@ -73,13 +73,17 @@ def minmax(scored: Mapping[str, Sequence[tuple[str, float]]],
             first_score.setdefault(item, float(value))
         if not first_score:
             continue
-        low, high = min(first_score.values()), max(first_score.values())
-        span = high - low
         weight = float(weights.get(engine, 1.0))
-        for item, value in first_score.items():
-            normalised = (value - low) / span if span > 0 else 1.0
+        for item, normalised in min_max_scaled(first_score).items():
             scores[item] = scores.get(item, 0.0) + weight * normalised
     return _ordered(scores, per_engine)
+
+
+def min_max_scaled(values: Mapping[str, float]) -> dict[str, float]:
+    """One engine's scores scaled to [0, 1] over its list: best 1, worst 0, all equal 1."""
+    low, high = min(values.values()), max(values.values())
+    span = high - low
+    return {item: (value - low) / span if span > 0 else 1.0 for item, value in values.items()}
 
 
 def fuse(method: str, scored: Mapping[str, Sequence[tuple[str, float]]],
